@@ -1,0 +1,3 @@
+from mlonmcu.cli.main import main
+
+main()

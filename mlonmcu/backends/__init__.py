@@ -1,0 +1,1 @@
+"""Backends: tvmaot (TVM Relax → plain C)."""

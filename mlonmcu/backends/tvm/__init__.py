@@ -1,0 +1,1 @@
+"""TVM backend: import, lowering, schedules, AOT C emitter."""

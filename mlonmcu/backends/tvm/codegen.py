@@ -1,0 +1,108 @@
+"""TIR kernels → plain C functions with unpacked pointer arguments and no TVM runtime.
+
+TVM 0.27 only emits packed-FFI functions; here the default TIR pipeline runs without
+AnnotateEntryFunc/SplitHostDevice/MakePackedAPI, every buffer parameter becomes a plain
+pointer, and the C code generator is called directly.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from typing import Any
+
+KERNEL_PREFIX = "tvmgen_"
+
+
+def _tir_passes() -> list[Any]:
+    from tvm import s_tir, tirx
+
+    return [
+        s_tir.transform.CanonicalizeLoop(),
+        s_tir.transform.LowerInitBlock(),
+        s_tir.transform.PlanAndUpdateBufferAllocationLocation(),
+        s_tir.transform.ConvertBlocksToOpaque(),
+        s_tir.transform.CompactBufferAllocation(),
+        s_tir.transform.LowerMatchBuffer(),
+        s_tir.transform.StmtSimplify(),
+        s_tir.transform.LowerOpaqueBlock(),
+        tirx.transform.FlattenBuffer(),
+        tirx.transform.NarrowDataType(32),
+        s_tir.transform.LoopPartition(),
+        tirx.transform.VectorizeLoop(False),
+        tirx.transform.StorageRewrite(),
+        s_tir.transform.HoistIfThenElse(),
+        tirx.transform.UnrollLoop(),
+        s_tir.transform.RenormalizeSplitPattern(),
+        tirx.transform.StmtSimplify(),
+        tirx.transform.RemoveNoOp(),
+        s_tir.transform.RewriteUnsafeSelect(),
+        tirx.transform.CommonSubexprElim(),
+    ]
+
+
+def _unpack_params(func: Any) -> Any:
+    """Buffer parameters → pointer variables (what MakeUnpackedAPI once did)."""
+    import tvm
+    import tvm_ffi
+    from tvm import tirx
+
+    pairs = []
+    for param in func.params:
+        if isinstance(param.ty, tirx.BufferType):
+            pairs.append((param, tirx.Var(param.name, tirx.buffer_data_pointer_type(param))))
+        else:
+            pairs.append((param, param))
+
+    def replace(call: Any) -> Any:
+        if call.op.name == "tirx.buffer_data":
+            for old, new in pairs:
+                if call.args[0].same_as(old):
+                    return new
+        return call
+
+    body = tvm_ffi.structural_map(func.body, (tvm.ir.expr.Call, replace))
+    return tirx.PrimFunc([new for _, new in pairs], body, func.ret_type, attrs=func.attrs)
+
+
+def _exact_float_literals(func: Any) -> Any:
+    """TVM prints float32 immediates with 7 digits, which is not always the same float.
+
+    A float64 immediate cast to float32 prints with 17 digits and converts back exactly.
+    """
+    import tvm_ffi
+    from tvm import tirx
+
+    def replace(imm: Any) -> Any:
+        if str(imm.ty) != "float32":
+            return imm
+        value = float(imm.value)
+        printed = struct.unpack("f", struct.pack("f", float(f"{value:.6e}")))[0]
+        if printed == value or value != value or value in (float("inf"), float("-inf")):
+            return imm
+        return tirx.Cast("float32", tirx.FloatImm("float64", value))
+
+    return tvm_ffi.structural_map(func, (tirx.FloatImm, replace))
+
+
+def lower_kernels(prims: dict[str, Any], target: Any) -> str:
+    """C source of all kernels, named KERNEL_PREFIX + name."""
+    import tvm
+    from tvm import tirx
+
+    mod = tvm.IRModule({name: f.with_attr("global_symbol", KERNEL_PREFIX + name) for name, f in prims.items()})
+    mod = tirx.transform.BindTarget(target)(mod)
+    mod = tvm.ir.transform.Sequential(_tir_passes())(mod)
+    mod = tvm.IRModule({gv: _exact_float_literals(_unpack_params(f)) for gv, f in mod.functions.items()})
+    mod = tirx.transform.LowerIntrin()(mod)
+    source = tvm.get_global_func("target.build.c")(mod, target).inspect_source()
+    return clean_source(source)
+
+
+_DROP = re.compile(r'^(#include "tvm/.*"|#define TVM_EXPORTS|void\* __tvm_ffi__library_ctx = NULL;)\s*$')
+
+
+def clean_source(source: str) -> str:
+    lines = [line for line in source.splitlines() if not _DROP.match(line)]
+    text = "\n".join(lines)
+    return text.replace("TVM_DLL ", "")

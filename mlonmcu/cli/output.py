@@ -1,0 +1,76 @@
+"""Terminal output: tables and progress (rich on a terminal, plain lines otherwise)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+# Not a terminal (CI logs, pipes): wide enough that report tables are not folded to 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 240)
+err_console = Console(stderr=True)
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{int(value):,}" if value.is_integer() and abs(value) >= 1000 else f"{value:.6g}"
+    if isinstance(value, bool):
+        return "yes" if value else ""
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def print_frame(frame: pd.DataFrame, title: str = "") -> None:
+    table = Table(title=title or None, show_lines=False)
+    for column in frame.columns:
+        table.add_column(str(column), overflow="fold")
+    for _, row in frame.iterrows():
+        table.add_row(*(_cell(v) for v in row.tolist()))
+    console.print(table)
+
+
+class RunProgress:
+    """A progress bar over runs on a terminal; one line per finished run elsewhere."""
+
+    def __init__(self) -> None:
+        self.interactive = sys.stderr.isatty()
+        self.progress: Progress | None = None
+        self.task: Any = None
+        self.total = 0
+        self.done = 0
+
+    def start(self, total: int) -> None:
+        self.total = total
+        if self.interactive:
+            self.progress = Progress(
+                TextColumn("[bold]runs"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=err_console,
+                transient=True,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("", total=total)
+
+    def advance(self, row: dict[str, Any]) -> None:
+        self.done += 1
+        status = f"FAILED: {row['Reason']}" if row.get("Failing") else "ok"
+        text = f"[{self.done}/{self.total}] run {row['Run']}: {row['Model']} {row['Backend']} {row['Target']} {status}"
+        if self.progress is not None:
+            self.progress.update(self.task, advance=1, description=f"{row['Model']}/{row['Target']}")
+            self.progress.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()

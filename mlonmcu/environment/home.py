@@ -1,0 +1,55 @@
+"""Where HOME is, and creating it from an environment template."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jinja2
+
+from mlonmcu.config import closest
+from mlonmcu.data import environments_dir
+from mlonmcu.errors import ConfigError
+
+ENV_FILE = "environment.yml"
+DEFAULT_TEMPLATE = "default"
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "mlonmcu"
+
+
+def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
+    """`-H`, else $MLONMCU_HOME, else the per-user default home."""
+    if home:
+        return Path(home).expanduser().resolve()
+    if os.environ.get("MLONMCU_HOME"):
+        return Path(os.environ["MLONMCU_HOME"]).expanduser().resolve()
+    return default_home()
+
+
+def template_names() -> list[str]:
+    return sorted(p.name for p in environments_dir().iterdir() if (p / f"{ENV_FILE}.j2").is_file())
+
+
+def render_template(name: str) -> str:
+    names = template_names()
+    if name not in names:
+        raise ConfigError(f"unknown environment template '{name}'{closest(name, names)}; valid: {', '.join(names)}")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(environments_dir() / name),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return env.get_template(f"{ENV_FILE}.j2").render(template=name)
+
+
+def init_home(home: Path, template: str = DEFAULT_TEMPLATE, force: bool = False) -> Path:
+    """Write HOME/environment.yml from a template; an existing file is kept unless `force`."""
+    path = home / ENV_FILE
+    if path.exists() and not force:
+        raise ConfigError(f"{path} already exists (use --force to overwrite it)")
+    text = render_template(template)
+    home.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,33 @@
+"""Exception types. Every message is meant to be read by a user and acted upon."""
+
+
+class MlonmcuError(Exception):
+    """Base class: an expected failure with a user-facing message."""
+
+
+class ConfigError(MlonmcuError):
+    """Bad usage: unknown name, bad option value, invalid environment file (exit code 2)."""
+
+
+class SetupError(MlonmcuError):
+    """A component could not be installed or is missing."""
+
+
+class ModelError(MlonmcuError):
+    """A model cannot be found or read."""
+
+
+class StageError(MlonmcuError):
+    """A stage of a run failed; the message becomes the run's one-line `Reason`."""
+
+
+class ToolError(StageError):
+    """An external tool exited with an error; carries the tail of its output."""
+
+    def __init__(self, message: str, tail: str = ""):
+        super().__init__(message)
+        self.tail = tail
+
+
+class RunTimeout(StageError):
+    """A simulator or board did not finish in time and was stopped."""

@@ -1,0 +1,1 @@
+"""Model discovery, description (frontends), samples and reference outputs."""

@@ -1,0 +1,165 @@
+"""Frontend `tflite`: read a TFLite flatbuffer and describe it (I/O, operators, MACs)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mlonmcu.config import Option
+from mlonmcu.errors import ModelError
+from mlonmcu.registry import FRONTENDS
+
+
+@dataclass
+class TensorInfo:
+    name: str
+    shape: list[int]
+    dtype: str
+    scale: list[float] = field(default_factory=list)
+    zero_point: list[int] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape)) if self.shape else 1
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(self.dtype).itemsize
+
+    @property
+    def quantized(self) -> bool:
+        return bool(self.scale) and np.dtype(self.dtype).kind in "iu"
+
+
+@dataclass
+class ModelInfo:
+    """What LOAD records about a model; stored as model_info.json."""
+
+    frontend: str
+    size: int
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    operators: list[str]
+    macs: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelInfo:
+        return cls(
+            frontend=data["frontend"],
+            size=data["size"],
+            inputs=[TensorInfo(**t) for t in data["inputs"]],
+            outputs=[TensorInfo(**t) for t in data["outputs"]],
+            operators=list(data["operators"]),
+            macs=int(data["macs"]),
+        )
+
+
+_DTYPES = {
+    0: "float32",
+    1: "float16",
+    2: "int32",
+    3: "uint8",
+    4: "int64",
+    6: "bool",
+    7: "int16",
+    9: "int8",
+    10: "float64",
+    15: "uint32",
+    16: "uint16",
+}
+
+
+def _op_names() -> dict[int, str]:
+    import tflite
+
+    return {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
+
+
+def _tensor(subgraph: Any, index: int) -> TensorInfo:
+    tensor = subgraph.Tensors(index)
+    quant = tensor.Quantization()
+    scale, zero = [], []
+    if quant is not None and quant.ScaleLength():
+        scale = [float(s) for s in quant.ScaleAsNumpy()]
+        zero = [int(z) for z in quant.ZeroPointAsNumpy()] if quant.ZeroPointLength() else [0] * len(scale)
+    code = tensor.Type()
+    if code not in _DTYPES:
+        raise ModelError(f"tensor '{tensor.Name().decode()}' has unsupported TFLite type {code}")
+    shape = [int(d) for d in tensor.ShapeAsNumpy()] if tensor.ShapeLength() else []
+    return TensorInfo(tensor.Name().decode(), shape, _DTYPES[code], scale, zero)
+
+
+def _macs(op: str, subgraph: Any, operator: Any) -> int:
+    def shape(i: int, outputs: bool = False) -> list[int]:
+        idx = operator.Outputs(i) if outputs else operator.Inputs(i)
+        if idx < 0:
+            return []
+        t = subgraph.Tensors(idx)
+        return [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
+
+    out = shape(0, outputs=True)
+    out_elems = int(np.prod(out)) if out else 0
+    if op == "CONV_2D":
+        w = shape(1)  # [Cout, KH, KW, Cin]
+        return out_elems * w[1] * w[2] * w[3]
+    if op == "DEPTHWISE_CONV_2D":
+        w = shape(1)  # [1, KH, KW, Cout]
+        return out_elems * w[1] * w[2]
+    if op == "FULLY_CONNECTED":
+        w = shape(1)  # [Cout, Cin]
+        return out_elems * w[-1]
+    if op == "TRANSPOSE_CONV":
+        w = shape(1)
+        inp = shape(2)
+        return int(np.prod(inp)) * w[0] * w[1] * w[2] if inp else 0
+    if op == "BATCH_MATMUL":
+        a = shape(0)
+        return out_elems * a[-1] if a else 0
+    return 0
+
+
+@FRONTENDS.register
+class TfliteFrontend:
+    """Reads .tflite flatbuffers with the `tflite` package; no TensorFlow needed."""
+
+    name = "tflite"
+    options: ClassVar[tuple[Option, ...]] = ()
+    requires: ClassVar[tuple[str, ...]] = ("litert",)
+
+    def describe(self, path: Path) -> ModelInfo:
+        import tflite
+
+        buf = path.read_bytes()
+        if len(buf) < 8 or buf[4:8] != b"TFL3":
+            raise ModelError(f"{path.name} is not a TFLite model (no 'TFL3' flatbuffer identifier)")
+        try:
+            model = tflite.Model.GetRootAsModel(buf, 0)
+            if model.SubgraphsLength() < 1:
+                raise ModelError(f"{path.name}: TFLite model has no subgraph")
+            subgraph = model.Subgraphs(0)
+            names = _op_names()
+            operators: list[str] = []
+            macs = 0
+            for i in range(subgraph.OperatorsLength()):
+                operator = subgraph.Operators(i)
+                code = model.OperatorCodes(operator.OpcodeIndex())
+                builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+                op = names.get(builtin, f"BUILTIN_{builtin}")
+                if op == "CUSTOM" and code.CustomCode():
+                    op = f"CUSTOM:{code.CustomCode().decode()}"
+                operators.append(op)
+                macs += _macs(op, subgraph, operator)
+            inputs = [_tensor(subgraph, subgraph.Inputs(i)) for i in range(subgraph.InputsLength())]
+            outputs = [_tensor(subgraph, subgraph.Outputs(i)) for i in range(subgraph.OutputsLength())]
+        except ModelError:
+            raise
+        except Exception as err:  # the flatbuffer reader raises anything on corrupt data
+            raise ModelError(f"{path.name} is a corrupt TFLite model: {type(err).__name__}: {err}") from None
+        unique_ops = list(dict.fromkeys(operators))
+        return ModelInfo("tflite", len(buf), inputs, outputs, unique_ops, macs)

@@ -1,0 +1,1 @@
+"""Platforms: mlif (CMake + templates)."""

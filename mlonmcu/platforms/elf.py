@@ -1,0 +1,54 @@
+"""ROM and RAM of a firmware from its ELF section headers (agrees with `size -A`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from elftools.elf.constants import SH_FLAGS
+from elftools.elf.elffile import ELFFile
+
+# Sections in the image that are not part of the firmware proper (harness input samples).
+EXCLUDED = frozenset({".mlonmcu_samples"})
+STACK_SECTIONS = frozenset({".stack", ".heap"})
+
+
+def memory_usage(elf: Path) -> dict[str, int]:
+    """Report columns: ROM code/read-only/data and RAM data/zero-init/stack, with totals."""
+    rom_code = rom_ro = rom_data = ram_zero = ram_stack = 0
+    with elf.open("rb") as fh:
+        for section in ELFFile(fh).iter_sections():
+            flags = section["sh_flags"]
+            size = section["sh_size"]
+            if not flags & SH_FLAGS.SHF_ALLOC or section.name in EXCLUDED or size == 0:
+                continue
+            nobits = section["sh_type"] == "SHT_NOBITS"
+            writable = bool(flags & SH_FLAGS.SHF_WRITE)
+            if section.name in STACK_SECTIONS:
+                ram_stack += size
+            elif nobits:
+                ram_zero += size
+            elif flags & SH_FLAGS.SHF_EXECINSTR:
+                rom_code += size
+            elif writable:
+                rom_data += size  # load image in ROM, copied to RAM at start-up
+            else:
+                rom_ro += size
+    return {
+        "Total ROM": rom_code + rom_ro + rom_data,
+        "ROM code": rom_code,
+        "ROM read-only": rom_ro,
+        "ROM data": rom_data,
+        "Total RAM": rom_data + ram_zero + ram_stack,
+        "RAM data": rom_data,
+        "RAM zero-init data": ram_zero,
+        "RAM stack": ram_stack,
+    }
+
+
+def symbol_size(elf: Path, name: str) -> int | None:
+    with elf.open("rb") as fh:
+        symtab = ELFFile(fh).get_section_by_name(".symtab")
+        if symtab is None:
+            return None
+        symbols = symtab.get_symbol_by_name(name)
+        return int(symbols[0]["st_size"]) if symbols else None

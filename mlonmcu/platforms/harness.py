@@ -1,0 +1,62 @@
+"""Parse the benchmark harness's output lines (format documented in templates/mlif/harness.c)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlonmcu.errors import StageError
+
+_LINE = re.compile(r"^MLONMCU (BEGIN|SETUP|RUN|OUTPUT|END|ERROR|TRAP)\b(.*)$")
+_FIELD = re.compile(r"(\w+)=(\S+)")
+
+
+@dataclass
+class HarnessResult:
+    setup: dict[str, int] = field(default_factory=dict)
+    runs: list[dict[str, int]] = field(default_factory=list)
+    outputs: dict[int, dict[int, bytes]] = field(default_factory=dict)
+    end: dict[str, int] | None = None
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "setup": self.setup,
+            "runs": self.runs,
+            "end": self.end,
+            "errors": self.errors,
+            "samples_with_outputs": sorted(self.outputs),
+        }
+
+
+def parse(text: str) -> HarnessResult:
+    result = HarnessResult()
+    began = False
+    for raw in text.splitlines():
+        match = _LINE.match(raw.strip())
+        if not match:
+            continue
+        kind, rest = match.groups()
+        fields = dict(_FIELD.findall(rest))
+        if kind == "BEGIN":
+            began = True
+        elif kind in ("ERROR", "TRAP"):
+            result.errors.append(f"{kind.lower()} {rest.strip()}".strip())
+        elif kind == "OUTPUT":
+            sample, index = int(fields["sample"]), int(fields["index"])
+            data = bytes.fromhex(fields.get("data", ""))
+            if len(data) != int(fields["size"]):
+                raise StageError(f"truncated output line for sample {sample} output {index}")
+            result.outputs.setdefault(sample, {})[index] = data
+        else:
+            numbers = {k: int(v) for k, v in fields.items()}
+            if kind == "SETUP":
+                result.setup = numbers
+            elif kind == "RUN":
+                result.runs.append(numbers)
+            else:
+                result.end = numbers
+    if not began:
+        raise StageError("the firmware printed nothing mlonmcu understands (no 'MLONMCU BEGIN' line)")
+    return result

@@ -1,0 +1,87 @@
+"""Run external tools: never through a shell, output to a log, timeouts that really kill."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlonmcu.errors import RunTimeout, ToolError
+
+TAIL_LINES = 12
+
+
+@dataclass
+class Completed:
+    returncode: int
+    output: str
+
+
+def tail(text: str, lines: int = TAIL_LINES) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def run(
+    args: Sequence[str | os.PathLike[str]],
+    *,
+    log: Path | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    check: bool = True,
+    what: str = "",
+) -> Completed:
+    """Run a command, append stdout+stderr to `log`, raise ToolError/RunTimeout with its tail.
+
+    The process gets its own process group so a timeout kills simulators and their children.
+    """
+    argv = [str(a) for a in args]
+    what = what or Path(argv[0]).name
+    full_env = {**os.environ, **env} if env else None
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise ToolError(f"{what}: executable '{argv[0]}' not found") from None
+    timed_out = False
+    try:
+        raw, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        raw, _ = proc.communicate()
+    output = raw.decode("utf-8", errors="replace")
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write(f"$ {' '.join(argv)}\n{output}")
+            if timed_out:
+                fh.write(f"\n[mlonmcu] killed after {timeout} s\n")
+            fh.write(f"[exit code {proc.returncode}]\n")
+    if timed_out:
+        raise RunTimeout(f"timeout: {what} did not finish within {timeout:g} s and was killed")
+    if check and proc.returncode != 0:
+        raise ToolError(f"{what} failed with exit code {proc.returncode}: {_last_line(output)}", tail(output))
+    return Completed(proc.returncode, output)
+
+
+def _last_line(output: str) -> str:
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    return (errors[0] if errors else lines[-1] if lines else "no output")[:300]
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)

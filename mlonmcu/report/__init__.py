@@ -1,0 +1,1 @@
+"""Report: columns, export and comparison."""

@@ -1,0 +1,1 @@
+"""Session, runs, stages, executors, cache and manifest."""

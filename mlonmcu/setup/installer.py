@@ -1,0 +1,124 @@
+"""`mlonmcu setup`: install, locate and list components for an environment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlonmcu import registry
+from mlonmcu.environment import Environment
+from mlonmcu.errors import ConfigError, MlonmcuError, SetupError
+from mlonmcu.setup.component import Component
+from mlonmcu.setup.deps import Installed, record
+
+
+@dataclass
+class ComponentStatus:
+    name: str
+    help: str
+    needed_by: list[str]
+    installed: Installed | None
+    hint: str
+
+
+def component(env: Environment, name: str) -> Component:
+    cls = registry.COMPONENTS.get(name)
+    return cls(env.deps_dir, env.components.get(name))
+
+
+def requirements(kind: str, name: str) -> tuple[str, ...]:
+    reg = {
+        "backends": registry.BACKENDS,
+        "platforms": registry.PLATFORMS,
+        "targets": registry.TARGETS,
+        "features": registry.FEATURES,
+        "frontends": registry.FRONTENDS,
+    }[kind]
+    return tuple(reg.get(name).requires)
+
+
+def needed_by(env: Environment) -> dict[str, list[str]]:
+    """Component → the enabled plugins that need it."""
+    users: dict[str, list[str]] = {}
+    enabled = dict(env.enabled) | {"frontends": registry.FRONTENDS.names()}
+    for kind, names in enabled.items():
+        for name in names:
+            for comp in requirements(kind, name):
+                users.setdefault(comp, []).append(name)
+    return users
+
+
+def status(env: Environment) -> list[ComponentStatus]:
+    users = needed_by(env)
+    names = list(dict.fromkeys([*env.components, *users]))
+    result = []
+    for name in names:
+        comp = component(env, name)
+        result.append(ComponentStatus(name, comp.help, users.get(name, []), comp.locate(), comp.hint()))
+    return result
+
+
+def default_components(env: Environment) -> list[str]:
+    """What a plain `mlonmcu setup` installs: the listed components plus what enabled plugins need."""
+    return list(dict.fromkeys([*env.components, *needed_by(env)]))
+
+
+def install(
+    env: Environment, names: Iterable[str] | None = None, report: Callable[[str, str], None] | None = None
+) -> tuple[list[Installed], dict[str, str]]:
+    """Install (idempotently) and record components; returns what worked and per-name errors."""
+    names = list(names) if names else default_components(env)
+    for name in names:
+        registry.COMPONENTS.get(name)  # unknown names are usage errors before anything is installed
+    log = env.deps_dir / "setup.log"
+    env.deps_dir.mkdir(parents=True, exist_ok=True)
+    done: list[Installed] = []
+    failed: dict[str, str] = {}
+    for name in names:
+        if report:
+            report(name, "checking")
+        try:
+            found = component(env, name).ensure(log)
+        except ConfigError:
+            raise
+        except MlonmcuError as err:
+            failed[name] = f"{err} (log: {log})"
+            if report:
+                report(name, "failed")
+            continue
+        record(env.deps_dir, found)
+        done.append(found)
+        if report:
+            report(name, f"ok {found.version}")
+    return done, failed
+
+
+def check(env: Environment, names: Iterable[str]) -> tuple[dict[str, Installed], dict[str, str]]:
+    """Locate components for a run: found ones with versions, missing ones with the fix."""
+    found: dict[str, Installed] = {}
+    missing: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        comp = component(env, name)
+        located = comp.locate()
+        if located is None:
+            missing[name] = comp.hint()
+        else:
+            found[name] = located
+    return found, missing
+
+
+def missing_message(missing: dict[str, str]) -> str:
+    names = ", ".join(missing)
+    return (
+        f"missing component(s) {names}: run `{next(iter(missing.values()))}`"
+        if len(missing) == 1
+        else (f"missing components {names}: run `mlonmcu setup {' '.join(missing)}`")
+    )
+
+
+def log_path(env: Environment) -> Path:
+    return env.deps_dir / "setup.log"
+
+
+__all__ = ["SetupError", "check", "install", "missing_message", "status"]

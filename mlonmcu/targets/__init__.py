@@ -1,0 +1,1 @@
+"""Targets: host, spike, qemu (riscv), ..."""

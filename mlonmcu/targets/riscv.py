@@ -1,0 +1,47 @@
+"""What Spike and QEMU virt share: one bare-metal RV32 firmware (memory map, UART, exit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlonmcu.config import Option
+from mlonmcu.targets.target import Target, TargetProfile
+
+ROM_ORIGIN = 0x80000000
+ROM_LENGTH = 32 << 20
+RAM_ORIGIN = ROM_ORIGIN + ROM_LENGTH
+RAM_LENGTH = 32 << 20
+
+RISCV_OPTIONS = (
+    Option("arch", "str", "rv32imc", "RISC-V ISA for -march (e.g. rv32imc, rv32imafc)"),
+    Option("abi", "str", "ilp32", "RISC-V ABI for -mabi (ilp32, ilp32f)"),
+    Option("stack_size", "int", 64 * 1024, "bytes reserved for the stack (RAM stack)"),
+)
+
+
+class RiscvVirtTarget(Target):
+    """Base of targets that run the shared rv32 'virt' firmware."""
+
+    memory_bytes = ROM_LENGTH + RAM_LENGTH
+
+    def profile(self) -> TargetProfile:
+        gcc = Path(self.tool("riscv_gcc"))
+        arch, abi = self.opt("arch"), self.opt("abi")
+        march = ["-march=" + arch, "-mabi=" + abi, "-misa-spec=2.2", "-mcmodel=medany"]
+        return TargetProfile(
+            family=f"riscv32-virt-{arch}-{abi}",
+            toolchain="riscv_gcc",
+            toolchain_file="riscv_gcc.cmake.j2",
+            support="riscv_virt",
+            compile_flags=(*march, "--specs=picolibc.specs"),
+            link_flags=(*march, "--specs=picolibc.specs", "-nostartfiles"),
+            memory={
+                "rom_origin": ROM_ORIGIN,
+                "rom_length": ROM_LENGTH,
+                "ram_origin": RAM_ORIGIN,
+                "ram_length": RAM_LENGTH,
+                "stack_size": int(self.opt("stack_size")),
+            },
+            toolchain_vars={"prefix": str(gcc.parent / gcc.name.removesuffix("gcc"))},
+            counter="minstret",
+        )

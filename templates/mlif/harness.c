@@ -1,0 +1,179 @@
+/*
+ * mlonmcu benchmark harness: init once, run every embedded sample, read the target's counters
+ * around init and around each inference, print results in a line format mlonmcu parses:
+ *
+ *   MLONMCU BEGIN
+ *   MLONMCU SETUP status=0 cycles=.. instructions=.. ns=..
+ *   MLONMCU RUN sample=0 iteration=0 status=0 cycles=.. instructions=.. ns=..
+ *   MLONMCU OUTPUT sample=0 index=0 size=12 data=<hex bytes>
+ *   MLONMCU END status=0 stack=..
+ *
+ * The exit code is the status: 0 when every call succeeded.
+ */
+#include <string.h>
+
+#include "mlonmcu_harness_config.h"
+#include "mlonmcu_model.h"
+#include "mlonmcu_samples.h"
+#include "mlonmcu_target.h"
+
+typedef struct {
+  uint64_t cycles;
+  uint64_t instructions;
+  uint64_t ns;
+} counters_t;
+
+static void put_str(const char *s) {
+  while (*s) {
+    mlonmcu_putc(*s++);
+  }
+}
+
+static void put_u64(uint64_t value) {
+  char buf[21];
+  int pos = 20;
+  buf[pos] = '\0';
+  do {
+    buf[--pos] = (char)('0' + (value % 10u));
+    value /= 10u;
+  } while (value != 0u);
+  put_str(&buf[pos]);
+}
+
+static void put_field(const char *name, uint64_t value) {
+  mlonmcu_putc(' ');
+  put_str(name);
+  mlonmcu_putc('=');
+  put_u64(value);
+}
+
+static void put_int_field(const char *name, int value) {
+  mlonmcu_putc(' ');
+  put_str(name);
+  mlonmcu_putc('=');
+  if (value < 0) {
+    mlonmcu_putc('-');
+    put_u64((uint64_t)(-(int64_t)value));
+  } else {
+    put_u64((uint64_t)value);
+  }
+}
+
+static counters_t read_counters(void) {
+  counters_t c = {0, 0, 0};
+#if MLONMCU_HAS_TIME_NS
+  c.ns = mlonmcu_time_ns();
+#endif
+#if MLONMCU_HAS_INSTRUCTIONS
+  c.instructions = mlonmcu_instructions();
+#endif
+#if MLONMCU_HAS_CYCLES
+  c.cycles = mlonmcu_cycles();
+#endif
+  return c;
+}
+
+static void put_counters(counters_t before, counters_t after) {
+#if MLONMCU_HAS_CYCLES
+  put_field("cycles", after.cycles - before.cycles);
+#endif
+#if MLONMCU_HAS_INSTRUCTIONS
+  put_field("instructions", after.instructions - before.instructions);
+#endif
+#if MLONMCU_HAS_TIME_NS
+  put_field("ns", after.ns - before.ns);
+#endif
+  (void)before;
+  (void)after;
+}
+
+static void put_hex(const uint8_t *data, size_t size) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < size; i++) {
+    mlonmcu_putc(digits[data[i] >> 4]);
+    mlonmcu_putc(digits[data[i] & 0xfu]);
+  }
+}
+
+static int load_sample(size_t sample) {
+  size_t inputs = mlonmcu_model_num_inputs();
+  if (inputs != mlonmcu_sample_num_inputs) {
+    return -2;
+  }
+  for (size_t i = 0; i < inputs; i++) {
+    size_t index = sample * inputs + i;
+    if (mlonmcu_sample_size[index] != mlonmcu_model_input_size(i)) {
+      return -3;
+    }
+    memcpy(mlonmcu_model_input_ptr(i), mlonmcu_sample_data[index], mlonmcu_sample_size[index]);
+  }
+  return 0;
+}
+
+static void put_outputs(size_t sample) {
+  for (size_t i = 0; i < mlonmcu_model_num_outputs(); i++) {
+    put_str("MLONMCU OUTPUT");
+    put_field("sample", sample);
+    put_field("index", i);
+    put_field("size", mlonmcu_model_output_size(i));
+    put_str(" data=");
+    put_hex((const uint8_t *)mlonmcu_model_output_ptr(i), mlonmcu_model_output_size(i));
+    mlonmcu_putc('\n');
+  }
+}
+
+static int finish(int status) {
+  put_str("MLONMCU END");
+  put_int_field("status", status);
+#if MLONMCU_HAS_STACK_USAGE
+  put_field("stack", mlonmcu_stack_used());
+#endif
+  mlonmcu_putc('\n');
+  mlonmcu_flush();
+  return status;
+}
+
+int main(void) {
+  mlonmcu_target_init();
+  put_str("MLONMCU BEGIN\n");
+
+  counters_t before = read_counters();
+  int status = mlonmcu_model_init();
+  counters_t after = read_counters();
+  put_str("MLONMCU SETUP");
+  put_int_field("status", status);
+  put_counters(before, after);
+  put_field("arena", mlonmcu_model_arena_size());
+  mlonmcu_putc('\n');
+  if (status != 0) {
+    return finish(status);
+  }
+
+  for (size_t sample = 0; sample < mlonmcu_num_samples; sample++) {
+    status = load_sample(sample);
+    if (status != 0) {
+      put_str("MLONMCU ERROR sample does not match the model's inputs\n");
+      return finish(status);
+    }
+    /* Only the first sample is repeated: its figures are the report's "Run" numbers. */
+    int iterations = sample == 0 ? MLONMCU_REPEAT : 1;
+    for (int it = 0; it < iterations; it++) {
+      before = read_counters();
+      status = mlonmcu_model_run();
+      after = read_counters();
+      put_str("MLONMCU RUN");
+      put_field("sample", sample);
+      put_field("iteration", (uint64_t)it);
+      put_int_field("status", status);
+      put_counters(before, after);
+      mlonmcu_putc('\n');
+      if (status != 0) {
+        return finish(status);
+      }
+    }
+    if (MLONMCU_PRINT_OUTPUTS || sample == 0) {
+      put_outputs(sample);
+    }
+  }
+  return finish(0);
+}

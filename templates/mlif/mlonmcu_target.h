@@ -1,0 +1,19 @@
+/* What a target's support code provides to the benchmark harness. */
+#ifndef MLONMCU_TARGET_H
+#define MLONMCU_TARGET_H
+
+#include <stdint.h>
+
+#include "mlonmcu_target_config.h" /* MLONMCU_HAS_CYCLES, MLONMCU_HAS_INSTRUCTIONS, MLONMCU_HAS_TIME_NS,
+                                      MLONMCU_HAS_STACK_USAGE */
+
+void mlonmcu_target_init(void);
+void mlonmcu_putc(char c);
+void mlonmcu_flush(void);
+uint64_t mlonmcu_cycles(void);
+uint64_t mlonmcu_instructions(void);
+uint64_t mlonmcu_time_ns(void);
+/* Peak stack use in bytes, measured by painting the stack at start-up. */
+uint32_t mlonmcu_stack_used(void);
+
+#endif

@@ -1,0 +1,165 @@
+"""End to end with the real TVM, GCC, Spike and QEMU (installed by `mlonmcu setup`)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from helpers import shared_model
+
+pytestmark = pytest.mark.integration
+
+
+def report(home: Path, session: str = "latest") -> pd.DataFrame:
+    return pd.read_csv(home / "sessions" / session / "report.csv")
+
+
+def size_a(elf: Path) -> dict[str, int]:
+    out = subprocess.run(["riscv64-unknown-elf-size", "-A", str(elf)], capture_output=True, text=True, check=True)
+    sizes = {}
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0].startswith(".") and parts[1].isdigit():
+            sizes[parts[0]] = int(parts[1])
+    return sizes
+
+
+def test_bundled_int8_and_fp32_on_spike_qemu_and_host(integration_home, mlonmcu):
+    _, output = mlonmcu(
+        "flow",
+        "run",
+        "kws_dscnn",
+        "kws_dscnn_fp32",
+        "-b",
+        "tvmaot",
+        "-t",
+        "spike",
+        "-t",
+        "qemu_rv32",
+        "-t",
+        "host_x86",
+        "-f",
+        "validate",
+        "-H",
+        integration_home,
+    )
+    frame = report(integration_home)
+    assert len(frame) == 6, output
+    assert not frame["Failing"].any(), frame[["Model", "Target", "Reason"]]
+    for model, rows in frame.groupby("Model"):
+        spike = rows[rows.Target == "spike"].iloc[0]
+        qemu = rows[rows.Target == "qemu_rv32"].iloc[0]
+        host = rows[rows.Target == "host_x86"].iloc[0]
+        # the same firmware on two simulators: identical retired-instruction counts
+        assert spike["Run Instructions"] == qemu["Run Instructions"] > 1_000_000, model
+        assert spike["Run Cycles"] == spike["Run Instructions"]  # spike has no timing model
+        assert spike["Counter"] == "minstret" and host["Counter"] == "wallclock"
+        assert pd.isna(host["Run Cycles"]) and host["Run Time [s]"] > 0  # no invented cycles on the host
+        assert spike["Total ROM"] > 10_000 and spike["Total RAM"] > spike["Arena Size"] > 0
+        assert spike["MACs"] == 488256 and spike["Model Size"] > 0
+        assert spike["Validation Detail"].endswith("samples") or spike["Validation"] == "fail"
+    fp32 = frame[frame.Model == "kws_dscnn_fp32"]
+    assert (fp32["Validation"] == "pass").all(), fp32[["Target", "Max Abs Error"]]
+    # ROM/RAM come from the section headers and agree with `size -A`
+    run = frame[(frame.Model == "kws_dscnn") & (frame.Target == "spike")].iloc[0]
+    elf = integration_home / "sessions" / "latest" / "runs" / str(run["Run"]) / "compile" / "firmware.elf"
+    sections = size_a(elf)
+    assert run["ROM code"] == sections[".text"]
+    assert run["ROM read-only"] == sections[".rodata"]
+    assert run["ROM data"] == sections.get(".data", 0) + sections.get(".tohost", 0)
+    assert run["RAM zero-init data"] == sections[".bss"]
+    assert run["RAM stack"] == sections[".stack"]
+    assert ".mlonmcu_samples" in sections  # in the image, but not counted as ROM
+    # the run directory documents itself
+    run_dir = elf.parents[1]
+    assert (run_dir / "run.yml").is_file() and (run_dir / "manifest.yml").is_file()
+    assert "spike" in (run_dir / "run.yml").read_text()
+
+
+def test_second_session_reuses_the_cache(integration_home, mlonmcu):
+    args = [
+        "flow",
+        "run",
+        "cnn_small_fp32",
+        "-b",
+        "tvmaot",
+        "-t",
+        "spike",
+        "-f",
+        "validate",
+        "-H",
+        integration_home,
+    ]
+    assert mlonmcu(*args)[0] == 0
+    first = report(integration_home).iloc[0]
+    assert mlonmcu(*args)[0] == 0
+    second = report(integration_home).iloc[0]
+    assert second["Cached Stages"] == "load,build,compile,run"
+    assert second["Run Instructions"] == first["Run Instructions"]
+    assert second["Session"] == first["Session"] + 1
+
+
+def test_bad_inputs_fail_their_run_only(integration_home, mlonmcu, tmp_path):
+    corrupt = tmp_path / "corrupt.tflite"
+    corrupt.write_bytes(b"this is not a model")
+    code, output = mlonmcu(
+        "flow", "run", corrupt, "cnn_small_fp32", "-b", "tvmaot", "-t", "spike", "-H", integration_home
+    )
+    assert code == 1, output
+    frame = report(integration_home)
+    bad = frame[frame.Model == "corrupt"].iloc[0]
+    assert bad["Failing"] and "not a TFLite model" in bad["Reason"]
+    good = frame[frame.Model == "cnn_small_fp32"].iloc[0]
+    assert not good["Failing"] and good["Run Instructions"] > 0
+
+
+def test_hung_simulator_is_killed(integration_home, mlonmcu):
+    code, _ = mlonmcu(
+        "flow",
+        "run",
+        "kws_dscnn",
+        "-b",
+        "tvmaot",
+        "-t",
+        "spike",
+        "-t",
+        "qemu_rv32",
+        "-c",
+        "spike.timeout=0.3",
+        "--no-cache",
+        "-H",
+        integration_home,
+    )
+    assert code == 1
+    frame = report(integration_home)
+    spike = frame[frame.Target == "spike"].iloc[0]
+    assert spike["Failing"] and spike["Reason"].startswith("timeout")
+    assert spike["Total ROM"] > 0  # what COMPILE produced is kept
+    assert not frame[frame.Target == "qemu_rv32"].iloc[0]["Failing"]
+
+
+def test_missing_toolchain_fails_fast_naming_setup(integration_home, mlonmcu, tmp_path):
+    import yaml
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = yaml.safe_load((integration_home / "environment.yml").read_text())
+    env["components"]["riscv_gcc"] = {"path": str(tmp_path / "nowhere")}
+    env["paths"]["cache"] = str(integration_home / "cache")
+    (home / "environment.yml").write_text(yaml.safe_dump(env))
+    code, _ = mlonmcu("flow", "run", "kws_dscnn_fp32", "-b", "tvmaot", "-t", "spike", "-t", "host_x86", "-H", home)
+    assert code == 1
+    frame = report(home)
+    spike = frame[frame.Target == "spike"].iloc[0]
+    assert spike["Failing"] and "riscv_gcc" in spike["Reason"] and "mlonmcu setup riscv_gcc" in spike["Reason"]
+    assert not frame[frame.Target == "host_x86"].iloc[0]["Failing"]
+
+
+def test_operator_rejected_by_tvm(integration_home, mlonmcu):
+    hybrid = shared_model("aww_hybrid")
+    code, _ = mlonmcu("flow", "build", hybrid, "-b", "tvmaot", "-H", integration_home)
+    assert code == 1
+    reason = report(integration_home).iloc[0]["Reason"]
+    assert reason.startswith("TVM cannot import aww_hybrid.tflite") and "CONV_2D" in reason
