@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mlonmcu.config import Option
+
+if TYPE_CHECKING:
+    from mlonmcu.session.stages import RunContext
 
 
 class Feature:
@@ -27,7 +30,9 @@ class Feature:
         """Whether the firmware must print its outputs for all samples."""
         return False
 
-    def postprocess(
-        self, row: dict[str, Any], outputs: list[list[Any]], references: list[list[Any]], info: Any
-    ) -> None:
-        """Add columns to the run's report row."""
+    def compile_definitions(self) -> dict[str, str]:
+        """Preprocessor definitions for every firmware source (part of the COMPILE key)."""
+        return {}
+
+    def postprocess(self, ctx: RunContext, row: dict[str, Any]) -> None:
+        """Add columns to the run's report row (and artifacts to ctx.postprocess_dir)."""

@@ -15,7 +15,7 @@ from mlonmcu import __version__, registry
 from mlonmcu.errors import MlonmcuError
 from mlonmcu.session.manifest import Manifest
 from mlonmcu.session.spec import RunSpec, Stage
-from mlonmcu.session.stages import OUTPUTS_FILE, REFERENCE_FILE, STAGE_FUNCTIONS, RunContext, load_samples
+from mlonmcu.session.stages import STAGE_FUNCTIONS, RunContext
 
 RUN_FILE = "run.yml"
 
@@ -71,6 +71,8 @@ def execute_run(spec: RunSpec) -> RunResult:
             manifest.add_stage(stage.name.lower(), ctx.stage_dir(stage))
         stage = Stage.POSTPROCESS
         postprocess(ctx, row)
+        if ctx.postprocess_dir.is_dir():
+            manifest.add_stage("postprocess", ctx.postprocess_dir)
     except MlonmcuError as err:
         _fail(row, str(err))
     except Exception as err:  # a bug must not take the session down; keep the traceback
@@ -136,16 +138,9 @@ def fill_row(ctx: RunContext, row: dict[str, Any]) -> None:
 def postprocess(ctx: RunContext, row: dict[str, Any]) -> None:
     if Stage.RUN not in ctx.results:
         return
+    ctx.postprocess_dir.mkdir(parents=True, exist_ok=True)
     for feature in ctx.features:
-        reference_error = ctx.results[Stage.LOAD].get("reference_error")
-        reference_path = ctx.stage_dir(Stage.LOAD) / REFERENCE_FILE
-        if feature.print_outputs() and (reference_error or not reference_path.is_file()):
-            row["Validation"] = "fail"
-            row["Validation Detail"] = f"no reference: {reference_error}"
-            continue
-        outputs = load_samples(ctx.stage_dir(Stage.RUN) / OUTPUTS_FILE)
-        references = load_samples(reference_path) if reference_path.is_file() else []
-        feature.postprocess(row, outputs, references, ctx.info)
+        feature.postprocess(ctx, row)
 
 
 def _write_run_file(spec: RunSpec, ctx: RunContext | None, row: dict[str, Any], stage: Stage) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from collections.abc import Callable
-from concurrent.futures import Executor, as_completed
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +21,7 @@ from mlonmcu.environment import Environment
 from mlonmcu.errors import ConfigError
 from mlonmcu.models.model import expand_models, find_model
 from mlonmcu.report.report import export, to_frame
+from mlonmcu.session.executor import InlineExecutor
 from mlonmcu.session.run import RunResult, execute_run
 from mlonmcu.session.spec import ModelRef, RunSpec, Stage
 from mlonmcu.setup import installer
@@ -184,9 +185,7 @@ class Session:
         previous = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
-            futures = {executor.submit(execute_run, spec): spec for spec in specs}
-            for future in as_completed(futures):
-                spec = futures[future]
+            for spec, future in _completed(executor, specs):
                 try:
                     result = future.result()
                 except Exception as err:  # the worker itself died (e.g. killed process)
@@ -213,6 +212,17 @@ class Session:
                 failed=failed,
             )
         return frame
+
+
+def _completed(executor: Executor, specs: list[RunSpec]) -> Iterator[tuple[RunSpec, Future[RunResult]]]:
+    """Results as they finish; in-process runs one at a time so progress and the report advance."""
+    if isinstance(executor, InlineExecutor):
+        for spec in specs:
+            yield spec, executor.submit(execute_run, spec)
+        return
+    futures = {executor.submit(execute_run, spec): spec for spec in specs}
+    for future in as_completed(futures):
+        yield futures[future], future
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:

@@ -81,6 +81,10 @@ class RunContext:
     def stage_dir(self, stage: Stage) -> Path:
         return self.spec.run_dir / stage.name.lower()
 
+    @property
+    def postprocess_dir(self) -> Path:
+        return self.stage_dir(Stage.POSTPROCESS)
+
     def log(self, stage: Stage) -> Path:
         return self.spec.run_dir / "logs" / f"{stage.name.lower()}.log"
 

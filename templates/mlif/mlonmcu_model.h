@@ -11,7 +11,8 @@ extern "C" {
 
 /* Called once before the first inference; returns 0 on success. */
 int mlonmcu_model_init(void);
-/* Runs one inference on the current input buffers; returns 0 on success. */
+/* Runs one inference on the input buffers; returns 0 on success. The input buffers may be
+ * overwritten: set them before every call. */
 int mlonmcu_model_run(void);
 
 size_t mlonmcu_model_num_inputs(void);

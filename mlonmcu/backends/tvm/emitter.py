@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.plan import AotPlan, TensorRef, pack_storages
+from mlonmcu.backends.tvm.memory import lifetimes, lower_bound, pack
+from mlonmcu.backends.tvm.plan import AotPlan, TensorRef
 from mlonmcu.errors import StageError
 from mlonmcu.platforms.templates import render
 
@@ -65,44 +66,26 @@ class AotEmitter:
         self.model = model
         self.plan = plan
         self.kernel_source = kernel_source
-        self.offsets, self.arena_size = pack_storages(plan.storages)
+        lives = lifetimes(plan)
+        self.lower_bound = lower_bound(lives)
+        self.offsets, self.arena_size = pack(lives)
 
     def pointer(self, ref: TensorRef) -> str:
         ctype = c_type(ref.dtype)
-        if ref.region == "storage":
-            return f"({ctype} *)(mlonmcu_arena + {self.offsets[ref.index] + ref.offset})"
-        if ref.region == "input":
-            return f"mlonmcu_input_{ref.index}"
-        if ref.region == "alloc":
-            return f"mlonmcu_alloc_{ref.index}"
-        return f"({ctype} *)mlonmcu_const_{ref.index}"
+        if ref.region == "const":
+            return f"({ctype} *)mlonmcu_const_{ref.index}"
+        return f"({ctype} *)(mlonmcu_arena + {self.offsets[(ref.region, ref.index)] + ref.offset})"
 
     def argument(self, arg: TensorRef | str) -> str:
         return arg if isinstance(arg, str) else self.pointer(arg)
 
     def emit(self, out: Path) -> dict[str, Any]:
         plan = self.plan
-        io_buffers = [
-            {
-                "ctype": c_type(r.dtype),
-                "name": f"mlonmcu_input_{r.index}",
-                "count": max(1, r.nbytes // np.dtype(r.dtype).itemsize),
-            }
-            for r in plan.inputs
-        ] + [
-            {
-                "ctype": c_type(r.dtype),
-                "name": f"mlonmcu_alloc_{r.index}",
-                "count": max(1, r.nbytes // np.dtype(r.dtype).itemsize),
-            }
-            for r in plan.allocs
-        ]
         render(
             "tvmaot/model.c.j2",
             out / "model.c",
             model=self.model,
             arena_size=self.arena_size,
-            io_buffers=io_buffers,
             calls=[{"kernel": f"tvmgen_{c.kernel}", "args": [self.argument(a) for a in c.args]} for c in plan.calls],
             inputs=[{"pointer": self.pointer(r), "nbytes": r.nbytes} for r in plan.inputs],
             outputs=[{"pointer": self.pointer(r), "nbytes": r.nbytes} for r in plan.outputs],
@@ -126,6 +109,7 @@ class AotEmitter:
         render("tvmaot/tvmaot_kernels.c.j2", out / "tvmaot_kernels.c", source=body)
         return {
             "arena_size": self.arena_size,
+            "arena_lower_bound": self.lower_bound,
             "constants_bytes": int(sum(a.nbytes for a in plan.constants)),
             "kernels": len(plan.calls),
         }

@@ -1,8 +1,8 @@
 """Relax lowering to a static execution plan (stopping before VM code generation).
 
-After these passes `main` is a flat list of bindings: static storages, tensors placed in them,
-direct calls of TIR kernels with outputs passed in, reshape aliases and one output allocation —
-exactly what an AOT driver needs (see ../shared/notes/tvm-0.27-on-mcus.md).
+After these passes `main` is a flat list of bindings: one static allocation per intermediate
+tensor, direct calls of TIR kernels with their outputs passed in and reshape aliases — what an
+AOT driver needs. StaticPlanBlockMemory is not run: memory.py packs the arena by liveness.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ def lower_relax(mod: Any, target: Any) -> Any:
         relax.transform.ToNonDataflow(),
         relax.transform.RemovePurityChecking(),
         relax.transform.CallTIRRewrite(),
-        relax.transform.StaticPlanBlockMemory(),
     ]
     with target:
         return tvm.ir.transform.Sequential(passes)(mod)

@@ -9,14 +9,13 @@ import numpy as np
 
 from mlonmcu.errors import StageError
 
-ALIGN = 16
 _IGNORED_OPS = {"relax.memory.kill_storage", "relax.memory.kill_tensor", "relax.null_value"}
 _ALIAS_OPS = {"relax.reshape", "relax.memory.view"}
 
 
 @dataclass(frozen=True)
 class TensorRef:
-    """Where a tensor's data lives: a region ('storage', 'input', 'alloc', 'const'), an index, an offset."""
+    """Where a tensor's data lives: a region ('input', 'alloc', 'const'), an index and a byte offset."""
 
     region: str
     index: int
@@ -37,15 +36,11 @@ class KernelCall:
 
 @dataclass
 class AotPlan:
-    storages: list[int] = field(default_factory=list)  # sizes in bytes
     allocs: list[TensorRef] = field(default_factory=list)  # builtin.alloc_tensor buffers
     inputs: list[TensorRef] = field(default_factory=list)
     outputs: list[TensorRef] = field(default_factory=list)
     constants: list[np.ndarray] = field(default_factory=list)
     calls: list[KernelCall] = field(default_factory=list)
-
-    def storage_of(self, ref: TensorRef) -> int | None:
-        return ref.index if ref.region == "storage" else None
 
 
 def _ints(shape_expr: Any) -> tuple[int, ...]:
@@ -64,7 +59,7 @@ def _tensor_type(var: Any) -> tuple[str, tuple[int, ...]]:
 class _Reader:
     def __init__(self) -> None:
         self.plan = AotPlan()
-        # relax var → TensorRef | tuple | storage index; a list because relax vars overload ==
+        # relax var → TensorRef | tuple; a list because relax vars overload ==
         self.values: list[tuple[Any, Any]] = []
         self.constant_exprs: list[tuple[Any, int]] = []
 
@@ -115,14 +110,7 @@ class _Reader:
             self.plan.calls.append(KernelCall(op.name_hint, [self.argument(a) for a in call.args]))
             return
         name = getattr(op, "name", str(op))
-        if name == "relax.memory.alloc_storage":
-            self.bind(var, len(self.plan.storages))
-            self.plan.storages.append(_ints(call.args[0])[0])
-        elif name == "relax.memory.alloc_tensor":
-            storage = self.lookup(call.args[0])
-            offset = int(call.args[1].value)
-            self.bind(var, TensorRef("storage", storage, offset, _dtype(call.args[3]), _ints(call.args[2])))
-        elif name == "relax.builtin.alloc_tensor":
+        if name == "relax.builtin.alloc_tensor":
             ref = TensorRef("alloc", len(self.plan.allocs), 0, _dtype(call.args[1]), _ints(call.args[0]))
             self.plan.allocs.append(ref)
             self.bind(var, ref)
@@ -169,12 +157,3 @@ class _Reader:
 
 def read_plan(main: Any) -> AotPlan:
     return _Reader().read(main)
-
-
-def pack_storages(sizes: list[int]) -> tuple[list[int], int]:
-    """Offsets of storages laid out back to back (aligned), and the arena size."""
-    offsets, total = [], 0
-    for size in sizes:
-        offsets.append(total)
-        total += (size + ALIGN - 1) // ALIGN * ALIGN
-    return offsets, total
