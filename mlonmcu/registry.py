@@ -19,6 +19,7 @@ _BUILTIN_MODULES = (
     "mlonmcu.targets.spike",
     "mlonmcu.targets.qemu",
     "mlonmcu.features.validate",
+    "mlonmcu.features.profile",
     "mlonmcu.setup.components",
 )
 

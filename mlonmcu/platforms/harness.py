@@ -8,7 +8,7 @@ from typing import Any
 
 from mlonmcu.errors import StageError
 
-_LINE = re.compile(r"^MLONMCU (BEGIN|SETUP|RUN|OUTPUT|END|ERROR|TRAP)\b(.*)$")
+_LINE = re.compile(r"^MLONMCU (BEGIN|SETUP|RUN|OUTPUT|PROFILE|END|ERROR|TRAP)\b(.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
 
 
@@ -16,6 +16,7 @@ _FIELD = re.compile(r"(\w+)=(\S+)")
 class HarnessResult:
     setup: dict[str, int] = field(default_factory=dict)
     runs: list[dict[str, int]] = field(default_factory=list)
+    profile: list[dict[str, int]] = field(default_factory=list)
     outputs: dict[int, dict[int, bytes]] = field(default_factory=dict)
     end: dict[str, int] | None = None
     errors: list[str] = field(default_factory=list)
@@ -24,6 +25,7 @@ class HarnessResult:
         return {
             "setup": self.setup,
             "runs": self.runs,
+            "profile": self.profile,
             "end": self.end,
             "errors": self.errors,
             "samples_with_outputs": sorted(self.outputs),
@@ -55,6 +57,8 @@ def parse(text: str) -> HarnessResult:
                 result.setup = numbers
             elif kind == "RUN":
                 result.runs.append(numbers)
+            elif kind == "PROFILE":
+                result.profile.append(numbers)
             else:
                 result.end = numbers
     if not began:

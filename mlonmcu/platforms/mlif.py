@@ -41,6 +41,7 @@ class MlifPlatform:
         profile: TargetProfile,
         samples: list[Sample],
         print_outputs: bool,
+        definitions: dict[str, str],
         out: Path,
         work: Path,
         log: Path,
@@ -62,6 +63,7 @@ class MlifPlatform:
             "-fdata-sections",
             *(["-g"] if self.config["mlif.debug"] else []),
             *build.get("compile_flags", []),
+            *(f"-D{k}={v}" for k, v in sorted(definitions.items())),
         ]
         link_flags = [
             *profile.link_flags,

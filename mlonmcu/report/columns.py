@@ -44,6 +44,11 @@ EXTRA = (
     "Run Time [s]",
     "Stack Used",  # peak stack measured by stack painting (bare-metal targets)
     "Validation Detail",
+    "Float Ops",  # operators the integer lowering left in float (tvmaot.quant=integer)
+    "Profile Kernels",  # feature profile: kernels measured, their sum, the float share, the slowest
+    "Profile Total",
+    "Float Share [%]",
+    "Slowest Kernel",
     "Samples",
     "Cached Stages",
     "Label",

@@ -111,6 +111,7 @@ def fill_row(ctx: RunContext, row: dict[str, Any]) -> None:
         row["Samples"] = results[Stage.LOAD]["samples"]
     if Stage.BUILD in results:
         row["Arena Size"] = results[Stage.BUILD].get("arena_size")
+        row["Float Ops"] = results[Stage.BUILD].get("float_ops")
     if Stage.COMPILE in results:
         row.update(results[Stage.COMPILE]["memory"])
     if Stage.RUN in results:

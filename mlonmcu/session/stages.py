@@ -168,6 +168,7 @@ def build(ctx: RunContext) -> dict[str, Any]:
 def compile_(ctx: RunContext) -> dict[str, Any]:
     profile = ctx.target.profile()
     print_outputs = any(f.print_outputs() for f in ctx.features)
+    definitions = {k: v for f in ctx.features for k, v in f.compile_definitions().items()}
     samples_path = ctx.stage_dir(Stage.LOAD) / INPUTS_FILE
     parts = {
         "build": ctx.keys[Stage.BUILD],
@@ -177,6 +178,7 @@ def compile_(ctx: RunContext) -> dict[str, Any]:
         "profile": profile.to_dict(),
         "toolchain": ctx.spec.components.get(profile.toolchain, {}).get("version", "?"),
         "print_outputs": print_outputs,
+        "definitions": definitions,
     }
 
     def compute(out: Path) -> dict[str, Any]:
@@ -187,6 +189,7 @@ def compile_(ctx: RunContext) -> dict[str, Any]:
             profile=profile,
             samples=load_samples(samples_path),
             print_outputs=print_outputs,
+            definitions=definitions,
             out=out,
             work=work,
             log=ctx.log(Stage.COMPILE),

@@ -6,6 +6,7 @@
  *   MLONMCU SETUP status=0 cycles=.. instructions=.. ns=..
  *   MLONMCU RUN sample=0 iteration=0 status=0 cycles=.. instructions=.. ns=..
  *   MLONMCU OUTPUT sample=0 index=0 size=12 data=<hex bytes>
+ *   MLONMCU PROFILE kernel=3 calls=1 cycles=.. instructions=.. ns=..   (feature profile)
  *   MLONMCU END status=0 stack=..
  *
  * The exit code is the status: 0 when every call succeeded.
@@ -14,6 +15,7 @@
 
 #include "mlonmcu_harness_config.h"
 #include "mlonmcu_model.h"
+#include "mlonmcu_profile.h"
 #include "mlonmcu_samples.h"
 #include "mlonmcu_target.h"
 
@@ -122,6 +124,56 @@ static void put_outputs(size_t sample) {
   }
 }
 
+#if MLONMCU_PROFILE
+#ifndef MLONMCU_PROFILE_MAX_KERNELS
+#define MLONMCU_PROFILE_MAX_KERNELS 1024
+#endif
+/* Counters are only read during one extra inference, so the measured runs stay unperturbed. */
+static int profile_active;
+static counters_t profile_start;
+static counters_t profile_sum[MLONMCU_PROFILE_MAX_KERNELS];
+static uint32_t profile_calls[MLONMCU_PROFILE_MAX_KERNELS];
+
+void mlonmcu_profile_begin(size_t kernel) {
+  (void)kernel;
+  if (profile_active) {
+    profile_start = read_counters();
+  }
+}
+
+void mlonmcu_profile_end(size_t kernel) {
+  if (profile_active && kernel < MLONMCU_PROFILE_MAX_KERNELS) {
+    counters_t now = read_counters();
+    profile_sum[kernel].cycles += now.cycles - profile_start.cycles;
+    profile_sum[kernel].instructions += now.instructions - profile_start.instructions;
+    profile_sum[kernel].ns += now.ns - profile_start.ns;
+    profile_calls[kernel]++;
+  }
+}
+
+static int profile_run(void) {
+  int status = load_sample(0);
+  if (status != 0) {
+    return status;
+  }
+  profile_active = 1;
+  status = mlonmcu_model_run();
+  profile_active = 0;
+  for (size_t k = 0; k < MLONMCU_PROFILE_MAX_KERNELS; k++) {
+    if (profile_calls[k] == 0) {
+      continue;
+    }
+    counters_t zero = {0, 0, 0};
+    put_str("MLONMCU PROFILE");
+    put_field("kernel", k);
+    put_field("calls", profile_calls[k]);
+    put_counters(zero, profile_sum[k]);
+    mlonmcu_putc('\n');
+  }
+  return status;
+}
+#endif
+
 static int finish(int status) {
   put_str("MLONMCU END");
   put_int_field("status", status);
@@ -176,5 +228,8 @@ int main(void) {
       put_outputs(sample);
     }
   }
-  return finish(0);
+#if MLONMCU_PROFILE
+  status = profile_run();
+#endif
+  return finish(status);
 }

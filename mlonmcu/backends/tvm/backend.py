@@ -10,9 +10,12 @@ from mlonmcu.backends.backend import Backend
 from mlonmcu.backends.tvm.codegen import lower_kernels
 from mlonmcu.backends.tvm.emitter import SOURCES, AotEmitter
 from mlonmcu.backends.tvm.importer import first_line, import_tflite
+from mlonmcu.backends.tvm.integer.lowering import is_quantized, lower_integer
+from mlonmcu.backends.tvm.kernel_info import kernel_info
 from mlonmcu.backends.tvm.pipeline import lower_relax
 from mlonmcu.backends.tvm.plan import read_plan
 from mlonmcu.backends.tvm.schedule import schedule_for_mcu
+from mlonmcu.config import Option
 from mlonmcu.errors import StageError
 from mlonmcu.models.frontend import ModelInfo
 from mlonmcu.registry import BACKENDS
@@ -23,7 +26,22 @@ class TvmAotBackend(Backend):
     name = "tvmaot"
     framework = "tvm"
     help = "TVM (Relax) ahead-of-time: the model as plain C kernels + a static driver, no TVM runtime"
-    options = ()
+    options = (
+        Option(
+            "quant",
+            "choice",
+            "integer",
+            "int8 models: integer = TFLite-exact integer kernels; qdq = the importer's dequantize→float→quantize",
+            ("integer", "qdq"),
+        ),
+        Option(
+            "fc_requant",
+            "choice",
+            "litert",
+            "FULLY_CONNECTED rounding: litert = LiteRT reference kernels (double), tflm = TFLite Micro (fixed point)",
+            ("litert", "tflm"),
+        ),
+    )
     requires = ("tvm",)
 
     def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> dict[str, Any]:
@@ -32,14 +50,18 @@ class TvmAotBackend(Backend):
 
         target = tvm.target.Target({"kind": "c"})
         mod = import_tflite(model_path)
+        float_ops = ""
         try:
+            if is_quantized(mod):
+                if self.opt("quant") == "integer":
+                    mod, report = lower_integer(mod, self.opt("fc_requant"))
+                    float_ops = report.float_summary()
+                else:
+                    float_ops = "all (qdq)"
             lowered = lower_relax(mod, target)
-            prims = {
-                gv.name_hint: schedule_for_mcu(func)
-                for gv, func in lowered.functions.items()
-                if isinstance(func, tirx.PrimFunc)
-            }
-            source = lower_kernels(prims, target)
+            prims = {gv.name_hint: func for gv, func in lowered.functions.items() if isinstance(func, tirx.PrimFunc)}
+            infos = {name: kernel_info(name, func) for name, func in prims.items()}
+            source = lower_kernels({name: schedule_for_mcu(func) for name, func in prims.items()}, target)
         except StageError:
             raise
         except (RuntimeError, ValueError) as err:  # TVM errors: keep the message, not the backtrace
@@ -48,8 +70,16 @@ class TvmAotBackend(Backend):
         self._check_io(plan, info)
         facts = AotEmitter(info_name(model_path), plan, source).emit(out)
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(json.dumps({"kernels": sorted(prims), **facts}, indent=1) + "\n")
-        return {**facts, "sources": SOURCES, "include_dirs": ["."], "languages": ["C"]}
+        kernels = [infos[call.kernel] for call in plan.calls]
+        log.write_text(json.dumps({"kernels": kernels, **facts}, indent=1) + "\n")
+        return {
+            **facts,
+            "float_ops": float_ops,
+            "kernels": kernels,
+            "sources": SOURCES,
+            "include_dirs": ["."],
+            "languages": ["C"],
+        }
 
     @staticmethod
     def _check_io(plan: Any, info: ModelInfo) -> None:

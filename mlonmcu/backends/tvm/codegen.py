@@ -11,6 +11,8 @@ import re
 import struct
 from typing import Any
 
+from mlonmcu.backends.tvm.kernel_info import ATTR_OPS
+
 KERNEL_PREFIX = "tvmgen_"
 
 
@@ -38,6 +40,22 @@ def _tir_passes() -> list[Any]:
         tirx.transform.RemoveNoOp(),
         s_tir.transform.RewriteUnsafeSelect(),
         tirx.transform.CommonSubexprElim(),
+    ]
+
+
+def _structural_passes() -> list[Any]:
+    """For kernels written loop by loop (integer lowering): lower blocks and buffers, nothing
+    else. The simplifiers add nothing there and can take minutes on long fixed-point chains."""
+    from tvm import s_tir, tirx
+
+    return [
+        s_tir.transform.LowerInitBlock(),
+        s_tir.transform.PlanAndUpdateBufferAllocationLocation(),
+        s_tir.transform.ConvertBlocksToOpaque(),
+        s_tir.transform.LowerMatchBuffer(),
+        s_tir.transform.LowerOpaqueBlock(),
+        tirx.transform.FlattenBuffer(),
+        tirx.transform.NarrowDataType(32),
     ]
 
 
@@ -90,10 +108,18 @@ def lower_kernels(prims: dict[str, Any], target: Any) -> str:
     import tvm
     from tvm import tirx
 
-    mod = tvm.IRModule({name: f.with_attr("global_symbol", KERNEL_PREFIX + name) for name, f in prims.items()})
-    mod = tirx.transform.BindTarget(target)(mod)
-    mod = tvm.ir.transform.Sequential(_tir_passes())(mod)
-    mod = tvm.IRModule({gv: _exact_float_literals(_unpack_params(f)) for gv, f in mod.functions.items()})
+    functions = {}
+    for handwritten in (False, True):
+        group = {
+            name: f.with_attr("global_symbol", KERNEL_PREFIX + name)
+            for name, f in prims.items()
+            if (f.attrs is not None and ATTR_OPS in f.attrs) == handwritten
+        }
+        if group:
+            mod = tirx.transform.BindTarget(target)(tvm.IRModule(group))
+            mod = tvm.ir.transform.Sequential(_structural_passes() if handwritten else _tir_passes())(mod)
+            functions.update(mod.functions)
+    mod = tvm.IRModule({gv: _exact_float_literals(_unpack_params(f)) for gv, f in functions.items()})
     mod = tirx.transform.LowerIntrin()(mod)
     source = tvm.get_global_func("target.build.c")(mod, target).inspect_source()
     return clean_source(source)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from mlonmcu.backends.tvm.kernel_info import ATTR_OPS
+
 
 def _leading_spatial(dom_kind: str) -> int:
     return len(dom_kind) - len(dom_kind.lstrip("S"))
@@ -57,6 +59,8 @@ def schedule_for_mcu(func: Any) -> Any:
     from tvm import s_tir
     from tvm.s_tir.dlight import normalize_prim_func
 
+    if func.attrs is not None and ATTR_OPS in func.attrs:
+        return func  # written loop by loop by the integer lowering: already scheduled
     sch = s_tir.Schedule(func)
     if normalize_prim_func(sch) is None:
         return func

@@ -1,0 +1,1 @@
+"""Integer-only lowering of int8 models ("QNN lowering"): QDQ chains → integer TIR kernels."""

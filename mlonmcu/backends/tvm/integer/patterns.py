@@ -1,0 +1,334 @@
+"""Match the importer's QDQ chains and describe their integer replacements.
+
+Every int8 op arrives as dequantize → float op → quantize (→ clip). A match needs constant
+scales and zero points and int8 tensors on both ends; the replacement is a TIR kernel plus its
+constant operands (weights kept int8, biases int32 with the zero-point terms folded in).
+Anything not matched exactly stays QDQ and is reported, never approximated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mlonmcu.backends.tvm.integer import conv, elementwise, pooling, softmax
+from mlonmcu.backends.tvm.integer.fixedpoint import double_multiplier, per_channel_multipliers, quantize_multiplier
+from mlonmcu.backends.tvm.integer.graph import Graph, Quantized, constant, op_name, tensor_type
+
+INT8_MIN, INT8_MAX = -128, 127
+CONV_BLOCK = 4
+
+
+@dataclass
+class Lowered:
+    """The integer replacement of one binding."""
+
+    anchor: Any  # the binding whose value becomes the kernel call
+    op: str  # TFLite operator name
+    kernel: Any  # TIR PrimFunc
+    args: list[Any]  # relax vars (activations) and numpy arrays (constants)
+    shape: tuple[int, ...]
+    replaces: list[Any] = field(default_factory=list)  # other anchors made dead by this one
+
+
+@dataclass(frozen=True)
+class Output:
+    scale: float
+    zero_point: int
+    act_min: int
+    act_max: int
+
+
+def dense_requantization(
+    input_scale: float, weight_scales: np.ndarray, output_scale: float, per_tensor: bool, mode: str
+) -> np.ndarray:
+    """Per-channel requantization table of FULLY_CONNECTED in LiteRT-reference or TFLM style."""
+    s_in, s_out = float(np.float32(input_scale)), float(np.float32(output_scale))
+    rows = []
+    for s_w in np.asarray(weight_scales, dtype=np.float32):
+        if mode == "litert":
+            rows.append(double_multiplier(s_in * float(s_w) / s_out))
+        elif per_tensor:  # TFLM multiplies the two float32 scales in float32 first
+            rows.append(quantize_multiplier(float(np.float32(np.float32(input_scale) * s_w)) / s_out))
+        else:
+            rows.append(quantize_multiplier(s_in * float(s_w) / s_out))
+    return np.array(rows, dtype=np.int32)
+
+
+class Matcher:
+    def __init__(self, graph: Graph, fc_requant: str = "litert"):
+        self.graph = graph
+        self.fc_requant = fc_requant
+        self.count = 0
+
+    def name(self, op: str) -> str:
+        self.count += 1
+        return f"int8_{op}_{self.count}"
+
+    # -- entry -------------------------------------------------------------------------------
+
+    def match(self, binding: Any) -> Lowered | None:
+        value = binding.value
+        name = op_name(value)
+        if name == "relax.quantize" and str(value.attrs.out_dtype) == "int8":
+            return self._quantize(binding)
+        if name == "relax.astype" and tensor_type(binding.var)[1] == "int8":
+            return self._average_pool(binding)
+        return None
+
+    def _quantize(self, binding: Any) -> Lowered | None:
+        g = self.graph
+        call = binding.value
+        scale, zero = constant(call.args[1]), constant(call.args[2])
+        if scale is None or zero is None or scale.size != 1 or zero.size != 1:
+            return None
+        anchor, (lo, hi) = binding.var, (INT8_MIN, INT8_MAX)
+        user = g.single_user(binding.var)
+        clip = g.defs.get(user) if user is not None else None
+        if op_name(clip) == "relax.clip":
+            lo_c, hi_c = constant(clip.args[1]), constant(clip.args[2])
+            if lo_c is not None and hi_c is not None:
+                anchor, lo, hi = user, max(lo, int(np.ceil(lo_c))), min(hi, int(np.floor(hi_c)))
+        source = call.args[0]
+        producer = g.producer(source)
+        if op_name(producer) == "relax.nn.relu":
+            lo = max(lo, int(zero))
+            source = producer.args[0]
+            producer = g.producer(source)
+        out = Output(float(np.float32(scale)), int(zero), lo, hi)
+        shape = tensor_type(binding.var)[0]
+        for matcher in (self._conv_or_dense, self._add, self._mean, self._softmax, self._concat, self._requantize):
+            lowered = matcher(source, producer, out, shape)
+            if lowered is not None:
+                lowered.anchor = anchor
+                if anchor is not binding.var:
+                    lowered.replaces.append(binding.var)
+                return lowered
+        return None
+
+    # -- conv2d / depthwise / fully connected ----------------------------------------------------
+
+    def _bias(self, expr: Any, channels: int) -> tuple[Any, np.ndarray | None]:
+        """Split `core + dequantize(bias)`; returns (core, int32 bias or None)."""
+        add = self.graph.call(expr, "relax.add")
+        if add is None:
+            return expr, np.zeros(channels, np.int32)
+        for core, other in ((add.args[0], add.args[1]), (add.args[1], add.args[0])):
+            bias = self.graph.dequantized(other)
+            if bias is not None:
+                data = constant(bias.value)
+                if data is not None and data.dtype == np.int32 and data.size == channels:
+                    return core, data.reshape(-1)
+        return expr, None
+
+    def _conv_or_dense(self, source: Any, producer: Any, out: Output, shape: tuple[int, ...]) -> Lowered | None:
+        channels = shape[-1]
+        core, bias = self._bias(source, channels)
+        if bias is None:
+            return None
+        if self.graph.call(core, "relax.nn.conv2d") is not None:
+            return self._conv(self.graph.call(core, "relax.nn.conv2d"), bias, out, shape)
+        if self.graph.call(core, "relax.matmul") is not None:
+            return self._dense(self.graph.call(core, "relax.matmul"), bias, out, shape)
+        return None
+
+    def _weights(self, expr: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """int8 weights and per-output-channel scales of a dequantized constant (through reshape)."""
+        g = self.graph
+        reshape = g.call(expr, "relax.reshape")
+        target_shape = None
+        if reshape is not None:
+            target_shape = tensor_type(expr)[0] if expr in g.defs else None
+            expr = reshape.args[0]
+        weights = g.dequantized(expr)
+        if weights is None or np.any(weights.zero_point != 0):
+            return None
+        data = constant(weights.value)
+        transpose = g.call(weights.value, "relax.permute_dims") if data is None else None
+        if transpose is not None:
+            data = constant(transpose.args[0])
+            if data is not None:
+                data = np.transpose(data, [int(a) for a in transpose.attrs.axes])
+        if data is None or data.dtype != np.int8:
+            return None
+        if reshape is not None:
+            if target_shape is None:
+                return None
+            data = data.reshape(target_shape)
+        return data, weights.scale.reshape(-1)
+
+    def _conv(self, call: Any, bias: np.ndarray, out: Output, shape: tuple[int, ...]) -> Lowered | None:
+        attrs = call.attrs
+        if str(attrs.data_layout) != "NHWC" or str(attrs.out_layout) != "NHWC":
+            return None
+        x = self.graph.dequantized(call.args[0])
+        weights = self._weights(call.args[1])
+        if x is None or weights is None or not x.per_tensor or tensor_type(x.value)[1] != "int8":
+            return None
+        data, scales = weights
+        in_shape = tensor_type(x.value)[0]
+        groups = int(attrs.groups)
+        layout = str(attrs.kernel_layout)
+        if groups == 1 and layout == "HWIO":
+            depthwise, hwio = False, data
+        elif groups == in_shape[3] and layout == "HWOI" and data.shape[3] == 1 and data.shape[2] == shape[3]:
+            depthwise, hwio = True, data[:, :, :, 0]  # [KH, KW, C]
+        else:
+            return None
+        channels = shape[3]
+        if scales.size == 1:
+            scales = np.repeat(scales, channels)
+        kernel = (int(hwio.shape[0]), int(hwio.shape[1]))
+        padding = tuple(int(p) for p in attrs.padding)
+        spec = conv.ConvSpec(
+            name=self.name("depthwise_conv2d" if depthwise else "conv2d"),
+            input_shape=tuple(in_shape),
+            output_shape=tuple(shape),
+            kernel=kernel,
+            strides=tuple(int(s) for s in attrs.strides),
+            dilation=tuple(int(d) for d in attrs.dilation),
+            padding=(padding[0], padding[1], padding[2], padding[3]),
+            depthwise=depthwise,
+            input_offset=-x.scalar_zero_point,
+            output_offset=out.zero_point,
+            act_min=out.act_min,
+            act_max=out.act_max,
+            block=CONV_BLOCK,
+        )
+        quant = per_channel_multipliers(x.scalar_scale, scales, out.scale)
+        block = spec.block
+        if depthwise:
+            kernel_func = conv.depthwise_kernel(spec)
+            packed = np.zeros((*kernel, -(-channels // block) * block), np.int8)
+            packed[..., :channels] = hwio
+            weights_arg = packed
+        else:
+            kernel_func = conv.conv2d_kernel(spec)
+            weights_arg = conv.pack_conv_weights(hwio, block).reshape(-1, *kernel, in_shape[3], block)
+        args = [x.value, weights_arg, conv.pack_channels(bias, block), conv.pack_channels(quant, block)]
+        op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+        return Lowered(None, op, kernel_func, args, shape)
+
+    def _dense(self, call: Any, bias: np.ndarray, out: Output, shape: tuple[int, ...]) -> Lowered | None:
+        x = self.graph.dequantized(call.args[0])
+        weights = self._weights(call.args[1])
+        if x is None or weights is None or not x.per_tensor or tensor_type(x.value)[1] != "int8":
+            return None
+        data, scales = weights  # [I, O] after the importer's permute_dims
+        in_shape = tensor_type(x.value)[0]
+        if len(in_shape) != 2 or data.ndim != 2 or data.shape[0] != in_shape[1]:
+            return None
+        outputs = data.shape[1]
+        per_tensor = scales.size == 1
+        if per_tensor:
+            scales = np.repeat(scales, outputs)
+        spec = conv.DenseSpec(
+            name=self.name("fully_connected"),
+            batch=in_shape[0],
+            inputs=in_shape[1],
+            outputs=outputs,
+            input_offset=-x.scalar_zero_point,
+            output_offset=out.zero_point,
+            act_min=out.act_min,
+            act_max=out.act_max,
+            block=CONV_BLOCK,
+            requant=self.fc_requant,
+        )
+        quant = dense_requantization(x.scalar_scale, scales, out.scale, per_tensor, self.fc_requant)
+        packed = conv.pack_dense_weights(np.ascontiguousarray(data.T), spec.block)
+        args = [
+            x.value,
+            packed.reshape(-1, spec.inputs, spec.block),
+            conv.pack_channels(bias, spec.block),
+            conv.pack_channels(quant, spec.block),
+        ]
+        return Lowered(None, "FULLY_CONNECTED", conv.dense_kernel(spec), args, shape)
+
+    # -- elementwise and reductions --------------------------------------------------------------
+
+    def _activation(self, expr: Any) -> Quantized | None:
+        q = self.graph.dequantized(expr)
+        if q is None or not q.per_tensor or constant(q.value) is not None:
+            return None
+        return q if tensor_type(q.value)[1] == "int8" else None
+
+    def _add(self, source: Any, producer: Any, out: Output, shape: tuple[int, ...]) -> Lowered | None:
+        if op_name(producer) != "relax.add":
+            return None
+        a, b = self._activation(producer.args[0]), self._activation(producer.args[1])
+        if a is None or b is None or tensor_type(a.value)[0] != shape or tensor_type(b.value)[0] != shape:
+            return None
+        kernel = elementwise.add_kernel(self.name("add"), shape, a, b, out)
+        return Lowered(None, "ADD", kernel, [a.value, b.value], shape)
+
+    def _requantize(self, source: Any, producer: Any, out: Output, shape: tuple[int, ...]) -> Lowered | None:
+        q = self._activation(source)
+        if q is None or tensor_type(q.value)[0] != shape:
+            return None
+        kernel = elementwise.requantize_kernel(self.name("requantize"), shape, q, out)
+        return Lowered(None, "QUANTIZE", kernel, [q.value], shape)
+
+    def _mean(self, source: Any, producer: Any, out: Output, shape: tuple[int, ...]) -> Lowered | None:
+        if op_name(producer) != "relax.mean":
+            return None
+        q = self._activation(producer.args[0])
+        axes = tuple(int(a) for a in producer.attrs.axis)
+        if q is None:
+            return None
+        in_shape = tensor_type(q.value)[0]
+        if len(in_shape) != 4 or sorted(a % 4 for a in axes) != [1, 2]:
+            return None
+        kernel = pooling.mean_kernel(self.name("mean"), in_shape, shape, q, out)
+        return None if kernel is None else Lowered(None, "MEAN", kernel, [q.value], shape)
+
+    def _softmax(self, source: Any, producer: Any, out: Output, shape: tuple[int, ...]) -> Lowered | None:
+        if op_name(producer) != "relax.nn.softmax":
+            return None
+        q = self._activation(producer.args[0])
+        if q is None or int(producer.attrs.axis) not in (-1, len(shape) - 1):
+            return None
+        kernel = softmax.softmax_kernel(self.name("softmax"), shape, q, out)
+        return None if kernel is None else Lowered(None, "SOFTMAX", kernel, [q.value], shape)
+
+    def _concat(self, source: Any, producer: Any, out: Output, shape: tuple[int, ...]) -> Lowered | None:
+        import tvm
+
+        if op_name(producer) != "relax.concat":
+            return None
+        fields = producer.args[0]
+        if not isinstance(fields, tvm.relax.Tuple):
+            return None
+        parts = [self._activation(f) for f in fields.fields]
+        if any(p is None for p in parts):
+            return None
+        same = all(p.scalar_scale == out.scale and p.scalar_zero_point == out.zero_point for p in parts)
+        if not same or (out.act_min, out.act_max) != (INT8_MIN, INT8_MAX):
+            return None  # TFLite rescales in float here: left QDQ rather than approximated
+        axis = int(producer.attrs.axis) % len(shape)
+        shapes = [tensor_type(p.value)[0] for p in parts]
+        kernel = elementwise.concat_kernel(self.name("concatenation"), shapes, shape, axis)
+        return Lowered(None, "CONCATENATION", kernel, [p.value for p in parts], shape)
+
+    # -- average pool on the importer's int32 path -----------------------------------------------
+
+    def _average_pool(self, binding: Any) -> Lowered | None:
+        g = self.graph
+        pool = g.call(binding.value.args[0], "relax.nn.avg_pool2d")
+        if pool is None or str(pool.attrs.layout) != "NHWC":
+            return None
+        widen = g.call(pool.args[0], "relax.astype")
+        if widen is None or tensor_type(widen.args[0])[1] != "int8":
+            return None
+        x = widen.args[0]
+        shape = tensor_type(binding.var)[0]
+        kernel = pooling.average_pool_kernel(
+            self.name("average_pool2d"),
+            tensor_type(x)[0],
+            shape,
+            tuple(int(p) for p in pool.attrs.pool_size),
+            tuple(int(s) for s in pool.attrs.strides),
+            tuple(int(p) for p in pool.attrs.padding),
+        )
+        return Lowered(binding.var, "AVERAGE_POOL_2D", kernel, [x], shape)

@@ -1,0 +1,153 @@
+"""Integer SOFTMAX (int8 → int8), TFLite's reference: gemmlowp fixed-point exp and reciprocal.
+
+Per row: the max, then exp(beta·s_in·(x − max)) in Q0.31 for every element whose difference is
+above the input radius, their sum in Q12.19, its reciprocal by Newton iteration, and the output
+in units of 1/256. The exponentials are computed twice instead of being kept: no scratch memory.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from mlonmcu.backends.tvm.integer.fixedpoint import (
+    INT32_MAX,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    saturating_rounding_doubling_high_mul,
+    saturating_shift_left,
+)
+from mlonmcu.backends.tvm.integer.tir import (
+    accumulators,
+    clamp,
+    flat_view,
+    i32,
+    local,
+    prim_func,
+    root_block,
+    store_int8,
+)
+
+if TYPE_CHECKING:
+    from mlonmcu.backends.tvm.integer.graph import Quantized
+    from mlonmcu.backends.tvm.integer.patterns import Output
+
+INPUT_INTEGER_BITS = 5  # exp input in Q5.26
+ACCUMULATION_INTEGER_BITS = 12  # sum of exps in Q12.19
+OUTPUT_SCALE = 1.0 / 256
+OUTPUT_ZERO_POINT = -128
+EXP_MINUS_ONE_EIGHTH = 1895147668  # exp(-1/8) in Q0.31
+ONE_THIRD = 715827883  # 1/3 in Q0.31
+# exp(-2^k) in Q0.31 for k = -2 .. 4 (gemmlowp's barrel shifter)
+EXP_POWERS = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401), (4, 242))
+FORTY_EIGHT_OVER_SEVENTEEN = 1515870810  # Q2.29
+MINUS_THIRTY_TWO_OVER_SEVENTEEN = -1010580540  # Q2.29
+
+
+def softmax_parameters(input_scale: float, beta: float = 1.0) -> tuple[int, int, int]:
+    """(multiplier, left shift, diff_min) as TFLite's softmax Prepare derives them."""
+    real = min(beta * input_scale * (1 << (31 - INPUT_INTEGER_BITS)), float((1 << 31) - 1))
+    multiplier, shift = quantize_multiplier(real)
+    radius = ((1 << INPUT_INTEGER_BITS) - 1) * (1 << (31 - INPUT_INTEGER_BITS)) / (1 << shift)
+    return multiplier, shift, -math.floor(radius)
+
+
+def _srdhm(a: Any, b: Any) -> Any:
+    return saturating_rounding_doubling_high_mul(a, b, saturate=True)
+
+
+def _c(value: int) -> Any:
+    from tvm import tirx
+
+    return tirx.const(value, "int32")
+
+
+def _exp_on_quarter(x: Any) -> Any:
+    """exp(x) for x in [-1/4, 0), Q0.31 in and out (Taylor around -1/8)."""
+    x = local(x + _c(1 << 28), "int32")
+    x2 = _srdhm(x, x)
+    x3 = _srdhm(x2, x)
+    x4 = _srdhm(x2, x2)
+    x4_over_4 = rounding_divide_by_pot(x4, _c(2))
+    poly = rounding_divide_by_pot(_srdhm(local(x4_over_4 + x3, "int32"), _c(ONE_THIRD)) + x2, _c(1))
+    return local(_c(EXP_MINUS_ONE_EIGHTH) + _srdhm(_c(EXP_MINUS_ONE_EIGHTH), local(x + poly, "int32")), "int32")
+
+
+def _exp_on_negative(a: Any) -> Any:
+    """gemmlowp exp_on_negative_values: Q5.26 (a ≤ 0) in, Q0.31 out."""
+    from tvm import tirx
+
+    fraction_bits = 31 - INPUT_INTEGER_BITS
+    quarter = 1 << (fraction_bits - 2)
+    mod_quarter = local(tirx.bitwise_and(a, _c(quarter - 1)) - _c(quarter), "int32")
+    result = _exp_on_quarter(saturating_shift_left(mod_quarter, INPUT_INTEGER_BITS))
+    remainder = local(mod_quarter - a, "int32")
+    for power, constant in EXP_POWERS:
+        bit = _c(1 << (fraction_bits + power))
+        scaled = _srdhm(result, _c(constant))
+        result = local(tirx.Select(tirx.bitwise_and(remainder, bit) != _c(0), scaled, result), "int32")
+    return local(tirx.Select(a == _c(0), _c(INT32_MAX), result), "int32")
+
+
+def _reciprocal(total: Any) -> tuple[Any, Any]:
+    """TFLite GetReciprocal for a Q12.19 sum: (Q0.31 reciprocal, bits over unit)."""
+    from tvm import tirx
+
+    unsigned = tirx.Cast("uint32", total)
+    leading = local(tirx.call_pure_extern("int32", "__builtin_clz", unsigned), "int32")
+    bits_over_unit = local(_c(ACCUMULATION_INTEGER_BITS) - leading, "int32")
+    shifted = tirx.shift_left(unsigned, tirx.Cast("uint32", leading)) - tirx.const(1 << 31, "uint32")
+    minus_one = local(tirx.Cast("int32", shifted), "int32")
+    # gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson in Q2.29)
+    pair = local(tirx.Cast("int64", minus_one) + tirx.const(INT32_MAX, "int64"), "int64")
+    sign = tirx.Select(pair >= tirx.const(0, "int64"), tirx.const(1, "int64"), tirx.const(-1, "int64"))
+    half_denominator = local(tirx.Cast("int32", tirx.truncdiv(pair + sign, tirx.const(2, "int64"))), "int32")
+    x = local(_c(FORTY_EIGHT_OVER_SEVENTEEN) + _srdhm(half_denominator, _c(MINUS_THIRTY_TWO_OVER_SEVENTEEN)), "int32")
+    for _ in range(3):
+        one_minus = local(_c(1 << 29) - _srdhm(half_denominator, x), "int32")
+        x = local(x + saturating_shift_left(_srdhm(x, one_minus), 2), "int32")
+    return local(saturating_shift_left(x, 1), "int32"), bits_over_unit
+
+
+def softmax_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output) -> Any:
+    from tvm import tirx
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    if out.zero_point != OUTPUT_ZERO_POINT or abs(out.scale - OUTPUT_SCALE) > OUTPUT_SCALE * 1e-3:
+        return None  # TFLite requires this output quantization
+    multiplier, left_shift, diff_min = softmax_parameters(q.scalar_scale)
+    depth = shape[-1]
+    rows = 1
+    for dim in shape[:-1]:
+        rows *= dim
+
+    def exp_of(value: Any, row_max: Any) -> tuple[Any, Any]:
+        diff = local(i32(value) - row_max, "int32")
+        scaled = _srdhm(tirx.shift_left(diff, _c(left_shift)), _c(multiplier))
+        return diff >= _c(diff_min), _exp_on_negative(scaled)
+
+    with IRBuilder() as ib, prim_func(name, ["SOFTMAX"], 0):
+        x_arg = T.arg("x", T.Buffer(shape, "int8"))
+        y_arg = T.arg("y", T.Buffer(shape, "int8"))
+        with root_block():
+            x, y = flat_view(x_arg, shape), flat_view(y_arg, shape)
+            acc = accumulators(2)  # [0]: row max, [1]: sum of exps (Q12.19)
+            with T.serial(0, rows) as r:
+                base = r * depth
+                T.buffer_store(acc, -128, [0])
+                with T.serial(0, depth) as c:
+                    T.buffer_store(acc, tirx.Max(acc[0], i32(x[base + c])), [0])
+                row_max = local(acc[0], "int32")
+                T.buffer_store(acc, 0, [1])
+                with T.serial(0, depth) as c:
+                    valid, e = exp_of(x[base + c], row_max)
+                    term = rounding_divide_by_pot(e, _c(ACCUMULATION_INTEGER_BITS))
+                    T.buffer_store(acc, acc[1] + tirx.Select(valid, term, _c(0)), [1])
+                recip, bits_over_unit = _reciprocal(acc[1])
+                exponent = local(bits_over_unit + _c(31 - 8), "int32")
+                with T.serial(0, depth) as c:
+                    valid, e = exp_of(x[base + c], row_max)
+                    value = rounding_divide_by_pot(_srdhm(recip, e), exponent) + _c(OUTPUT_ZERO_POINT)
+                    store_int8(y, tirx.Select(valid, clamp(value, -128, 127), _c(-128)), [base + c])
+    return ib.get()
