@@ -115,31 +115,6 @@ def test_bad_inputs_fail_their_run_only(integration_home, mlonmcu, tmp_path):
     assert not good["Failing"] and good["Run Instructions"] > 0
 
 
-def test_hung_simulator_is_killed(integration_home, mlonmcu):
-    code, _ = mlonmcu(
-        "flow",
-        "run",
-        "kws_dscnn",
-        "-b",
-        "tvmaot",
-        "-t",
-        "spike",
-        "-t",
-        "qemu_rv32",
-        "-c",
-        "spike.timeout=0.3",
-        "--no-cache",
-        "-H",
-        integration_home,
-    )
-    assert code == 1
-    frame = report(integration_home)
-    spike = frame[frame.Target == "spike"].iloc[0]
-    assert spike["Failing"] and spike["Reason"].startswith("timeout")
-    assert spike["Total ROM"] > 0  # what COMPILE produced is kept
-    assert not frame[frame.Target == "qemu_rv32"].iloc[0]["Failing"]
-
-
 def test_missing_toolchain_fails_fast_naming_setup(integration_home, mlonmcu, tmp_path):
     import yaml
 

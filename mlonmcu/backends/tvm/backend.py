@@ -55,7 +55,7 @@ class TvmAotBackend(Backend):
             if is_quantized(mod):
                 if self.opt("quant") == "integer":
                     mod, report = lower_integer(mod, self.opt("fc_requant"))
-                    float_ops = report.float_summary()
+                    float_ops = report.float_summary() or "none"
                 else:
                     float_ops = "all (qdq)"
             lowered = lower_relax(mod, target)

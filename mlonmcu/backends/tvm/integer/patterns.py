@@ -218,7 +218,7 @@ class Matcher:
             return None
         data, scales = weights  # [I, O] after the importer's permute_dims
         in_shape = tensor_type(x.value)[0]
-        if len(in_shape) != 2 or data.ndim != 2 or data.shape[0] != in_shape[1]:
+        if data.ndim != 2 or data.shape[0] != in_shape[-1] or shape[:-1] != in_shape[:-1]:
             return None
         outputs = data.shape[1]
         per_tensor = scales.size == 1
@@ -226,9 +226,8 @@ class Matcher:
             scales = np.repeat(scales, outputs)
         spec = conv.DenseSpec(
             name=self.name("fully_connected"),
-            batch=in_shape[0],
-            inputs=in_shape[1],
-            outputs=outputs,
+            input_shape=tuple(in_shape),
+            output_shape=tuple(shape),
             input_offset=-x.scalar_zero_point,
             output_offset=out.zero_point,
             act_min=out.act_min,
