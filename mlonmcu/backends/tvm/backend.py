@@ -11,6 +11,7 @@ from mlonmcu.backends.tvm.codegen import lower_kernels
 from mlonmcu.backends.tvm.emitter import SOURCES, AotEmitter
 from mlonmcu.backends.tvm.importer import first_line, import_tflite
 from mlonmcu.backends.tvm.integer.lowering import is_quantized, lower_integer
+from mlonmcu.backends.tvm.integer.patterns import Schedule
 from mlonmcu.backends.tvm.kernel_info import kernel_info
 from mlonmcu.backends.tvm.pipeline import lower_relax
 from mlonmcu.backends.tvm.plan import read_plan
@@ -41,6 +42,11 @@ class TvmAotBackend(Backend):
             "FULLY_CONNECTED rounding: litert = LiteRT reference kernels (double), tflm = TFLite Micro (fixed point)",
             ("litert", "tflm"),
         ),
+        Option("conv_block", "int", 4, "integer conv: output channels per register block"),
+        Option("conv_pixels", "int", 2, "integer conv: output pixels per register block (1 or 2)"),
+        Option("depthwise_block", "int", 8, "integer depthwise conv: channels per register block"),
+        Option("depthwise_pixels", "int", 1, "integer depthwise conv: output pixels per register block (1 or 2)"),
+        Option("dense_block", "int", 8, "integer fully connected: outputs per register block"),
     )
     requires = ("tvm",)
 
@@ -54,7 +60,7 @@ class TvmAotBackend(Backend):
         try:
             if is_quantized(mod):
                 if self.opt("quant") == "integer":
-                    mod, report = lower_integer(mod, self.opt("fc_requant"))
+                    mod, report = lower_integer(mod, self.schedule())
                     float_ops = report.float_summary() or "none"
                 else:
                     float_ops = "all (qdq)"
@@ -79,7 +85,20 @@ class TvmAotBackend(Backend):
             "sources": SOURCES,
             "include_dirs": ["."],
             "languages": ["C"],
+            # the unrolled kernels need all registers: GCC's pre-allocation scheduling would hoist their
+            # loads and spill (measured: 2× the instructions of a depthwise layer on rv32)
+            "compile_flags": ["-fno-schedule-insns"],
         }
+
+    def schedule(self) -> Schedule:
+        return Schedule(
+            conv_block=self.opt("conv_block"),
+            conv_pixels=self.opt("conv_pixels"),
+            depthwise_block=self.opt("depthwise_block"),
+            depthwise_pixels=self.opt("depthwise_pixels"),
+            dense_block=self.opt("dense_block"),
+            fc_requant=self.opt("fc_requant"),
+        )
 
     @staticmethod
     def _check_io(plan: Any, info: ModelInfo) -> None:

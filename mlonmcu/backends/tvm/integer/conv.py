@@ -1,10 +1,14 @@
-"""Integer conv2d, depthwise conv2d and dense kernels, written for scalar MCUs.
+"""Integer conv2d and depthwise conv2d kernels, written for scalar MCUs.
 
-Loop order and blocking follow what a 32-bit core with ~30 registers does well: output
-channels are computed B at a time in registers (each input value is loaded once for B
-multiply-accumulates), weights are packed at compile time so the innermost loop walks them
-contiguously, and padding is handled by clamping the kernel-window loops per output pixel, so
-the inner loop has no condition. Accumulation is int32, requantization TFLite's fixed point.
+What a 32-bit core with ~30 registers does well decides the loop nest:
+- register blocking: B output channels × P output pixels accumulate at once, so each loaded
+  input value feeds B multiply-accumulates and each loaded weight feeds P;
+- weights are packed at compile time ([Cout/B][KH][KW][Cin][B]) so the inner loop walks them
+  contiguously, and the input-channel loop is unrolled;
+- padding never reaches the inner loop: output pixels whose window lies inside the input (the
+  interior, known at compile time) run without bounds and with the input zero point folded into
+  the bias; only border pixels clamp their window and subtract the zero point per load;
+- requantization is TFLite's fixed point, from a per-channel table (fixedpoint.requantize).
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_quantized_multiplier, round_double_product
-from mlonmcu.backends.tvm.integer.tir import accumulators, clamp, flat_view, i32, prim_func, root_block, store_int8
+from mlonmcu.backends.tvm.integer.fixedpoint import RequantTable, clamp_int8, requantize
+from mlonmcu.backends.tvm.integer.tir import accumulators, flat_view, i32, prim_func, root_block, store_int8
+
+SMALL_CHANNELS = 4  # up to this many input channels the channel loop is unrolled completely
 
 
 @dataclass(frozen=True)
@@ -34,7 +40,10 @@ class ConvSpec:
     output_offset: int
     act_min: int
     act_max: int
-    block: int
+    block: int  # B: output channels per register block
+    pixels: int = 2  # P: output pixels per register block (interior only)
+    unroll: int = 2  # input-channel loop unrolling (regular convolution)
+    requant: RequantTable | None = None  # per-channel requantization (its layout, not its values)
 
     @property
     def macs(self) -> int:
@@ -43,6 +52,15 @@ class ConvSpec:
         per_output = kh * kw * (1 if self.depthwise else self.input_shape[3])
         return n * oh * ow * co * per_output
 
+    @property
+    def channel_blocks(self) -> int:
+        return -(-self.output_shape[3] // self.block)
+
+    @property
+    def channels_per_tap(self) -> int:
+        """Weights per kernel tap in one packed channel block: Cin · B."""
+        return self.input_shape[3] * self.block
+
 
 def pack_conv_weights(weights_hwio: np.ndarray, block: int) -> np.ndarray:
     """HWIO → [Cout/B][KH][KW][Cin][B], output channels padded with zeros to a multiple of B."""
@@ -50,7 +68,15 @@ def pack_conv_weights(weights_hwio: np.ndarray, block: int) -> np.ndarray:
     blocks = -(-co // block)
     padded = np.zeros((kh, kw, ci, blocks * block), dtype=np.int8)
     padded[..., :co] = weights_hwio
-    return np.ascontiguousarray(padded.reshape(kh, kw, ci, blocks, block).transpose(3, 0, 1, 2, 4)).reshape(-1)
+    return np.ascontiguousarray(padded.reshape(kh, kw, ci, blocks, block).transpose(3, 0, 1, 2, 4))
+
+
+def pack_depthwise_weights(weights_hwc: np.ndarray, block: int) -> np.ndarray:
+    """[KH][KW][C] with channels padded to a multiple of B."""
+    kh, kw, c = weights_hwc.shape
+    padded = np.zeros((kh, kw, -(-c // block) * block), dtype=np.int8)
+    padded[..., :c] = weights_hwc
+    return padded
 
 
 def pack_channels(values: np.ndarray, block: int, fill: int = 0) -> np.ndarray:
@@ -60,8 +86,23 @@ def pack_channels(values: np.ndarray, block: int, fill: int = 0) -> np.ndarray:
     return out
 
 
+def interior_bias(bias: np.ndarray, weights: np.ndarray, input_offset: int, channel_axis: int) -> np.ndarray:
+    """bias + input_offset · Σ weights per output channel: the zero point folded for full windows."""
+    axes = tuple(a for a in range(weights.ndim) if a != channel_axis % weights.ndim)
+    sums = weights.astype(np.int64).sum(axis=axes)
+    return (bias.astype(np.int64) + input_offset * sums).astype(np.int32)
+
+
+def interior_range(out_size: int, in_size: int, kernel: int, stride: int, dilation: int, pad: int) -> tuple[int, int]:
+    """Output positions whose whole window lies inside the input: [lo, hi)."""
+    lo = -(-pad // stride)
+    hi = (in_size - 1 + pad - (kernel - 1) * dilation) // stride + 1
+    lo, hi = min(max(lo, 0), out_size), min(max(hi, 0), out_size)
+    return lo, max(lo, hi)
+
+
 def _window(origin: Any, size: int, kernel: int, dilation: int) -> tuple[Any, Any]:
-    """Range of kernel taps that fall inside the input: [lo, hi)."""
+    """Kernel taps [lo, hi) that fall inside the input, for a border pixel."""
     from tvm import tirx
 
     zero = tirx.const(0, "int32")
@@ -70,185 +111,183 @@ def _window(origin: Any, size: int, kernel: int, dilation: int) -> tuple[Any, An
     return lo, tirx.Max(lo, hi)
 
 
-def _requantize_store(spec: ConvSpec, y: Any, acc: Any, quant: Any, n: Any, oh: Any, ow: Any, co: Any) -> None:
+class _ConvBuilder:
+    """Emits the loop nest of one convolution inside an IRBuilder prim_func.
+
+    Inputs and weights are addressed through 1-D views as base + constant offsets, so that the C
+    compiler turns every load of the unrolled inner code into one load with an immediate offset.
+    """
+
+    def __init__(self, spec: ConvSpec, x: Any, w: Any, bias: Any, bias_interior: Any, quant: Any, y: Any, acc: Any):
+        self.spec, self.x, self.w, self.y, self.acc = spec, x, w, y, acc
+        self.bias, self.bias_interior, self.quant = bias, bias_interior, quant
+        _, self.height, self.width, self.channels = spec.input_shape
+        kh, kw = spec.kernel
+        # strides (in elements) of the flat input and of the packed weights
+        self.row = self.width * self.channels
+        self.tap_w = spec.channels_per_tap if not spec.depthwise else spec.channel_blocks * spec.block
+        self.block_w = kh * kw * self.tap_w
+
+    def output_block(self, n: Any, oh: Any, ows: list[Any], interior: bool) -> None:
+        """All channel blocks of 1..P output pixels in one row."""
+        from tvm.script.ir_builder import tirx as T
+
+        spec, block = self.spec, self.spec.block
+        sh, sw = spec.strides
+        dh, dw = spec.dilation
+        ih0 = T.bind(oh * sh - spec.padding[0])
+        iw0 = T.bind(ows[0] * sw - spec.padding[1])
+        # input offsets of the pixels of the block, relative to the first one
+        pixel_offsets = [p * sw * self.channels for p in range(len(ows))]
+        if interior:
+            rows: tuple[Any, Any] = (0, spec.kernel[0])
+            cols: tuple[Any, Any] = (0, spec.kernel[1])
+        else:  # a single border pixel: clamp its window
+            rows = tuple(T.bind(v) for v in _window(ih0, self.height, spec.kernel[0], dh))
+            cols = tuple(T.bind(v) for v in _window(iw0, self.width, spec.kernel[1], dw))
+        origin = T.bind(((n * self.height + ih0) * self.width + iw0) * self.channels)
+        bias = self.bias_interior if interior else self.bias
+        offset = 0 if interior else spec.input_offset
+        with T.serial(0, spec.channel_blocks) as cb:
+            for p in range(len(ows)):
+                for j in range(block):
+                    T.buffer_store(self.acc, bias[cb * block + j], [p * block + j])
+            x_base = T.bind(origin + cb * block) if spec.depthwise else origin
+            w_base = T.bind(cb * (block if spec.depthwise else self.block_w))
+
+            def tap(kh: Any, kw: Any) -> None:
+                x_tap = x_base + kh * (dh * self.row) + kw * (dw * self.channels)
+                w_tap = w_base + (kh * spec.kernel[1] + kw) * self.tap_w
+                if not (isinstance(kh, int) and isinstance(kw, int)):
+                    x_tap, w_tap = T.bind(x_tap), T.bind(w_tap)
+                if spec.depthwise:
+                    self._depthwise_tap(x_tap, w_tap, cb, pixel_offsets, offset)
+                else:
+                    self._channel_loop(x_tap, w_tap, pixel_offsets, offset)
+
+            few_channels = self.channels <= SMALL_CHANNELS
+            if interior and (spec.depthwise or few_channels):  # kernel rows unrolled: few MACs per tap
+                with T.serial(*rows) as kh:
+                    for kw in range(spec.kernel[1]):
+                        tap(kh, kw)
+            else:
+                with T.serial(*rows) as kh, T.serial(*cols) as kw:
+                    tap(kh, kw)
+            for p, ow in enumerate(ows):
+                for j in range(block):
+                    self._store(n, oh, ow, cb * block + j, self.acc[p * block + j])
+
+    def _mac(self, values: list[Any], weight: Any, j: int) -> None:
+        from tvm.script.ir_builder import tirx as T
+
+        block = self.spec.block
+        for p, value in enumerate(values):
+            index = p * block + j
+            T.buffer_store(self.acc, self.acc[index] + value * weight, [index])
+
+    def _load(self, index: Any, offset: int) -> Any:
+        from tvm.script.ir_builder import tirx as T
+
+        value = i32(self.x[index])
+        return T.bind(value + offset if offset else value)
+
+    def _channel_loop(self, x_tap: Any, w_tap: Any, pixel_offsets: list[int], offset: int) -> None:
+        from tvm.script.ir_builder import tirx as T
+
+        spec, block = self.spec, self.spec.block
+
+        def step(c: Any) -> None:
+            values = [self._load(x_tap + c + po, offset) for po in pixel_offsets]
+            for j in range(block):
+                self._mac(values, T.bind(i32(self.w[w_tap + c * block + j])), j)
+
+        if self.channels <= SMALL_CHANNELS:
+            for c in range(self.channels):
+                step(c)
+            return
+        unroll = spec.unroll if self.channels % spec.unroll == 0 else 1
+        with T.serial(0, self.channels // unroll) as cu:
+            for u in range(unroll):
+                step(cu * unroll + u)
+
+    def _depthwise_tap(self, x_tap: Any, w_tap: Any, cb: Any, pixel_offsets: list[int], offset: int) -> None:
+        from tvm import tirx
+        from tvm.script.ir_builder import tirx as T
+
+        spec = self.spec
+        for j in range(spec.block):
+            lane = j
+            if self.channels % spec.block:  # padded lanes read a valid input
+                lane = tirx.Min(cb * spec.block + j, self.channels - 1) - cb * spec.block
+            weight = T.bind(i32(self.w[w_tap + j]))
+            self._mac([self._load(x_tap + lane + po, offset) for po in pixel_offsets], weight, j)
+
+    def _store(self, n: Any, oh: Any, ow: Any, channel: Any, acc: Any) -> None:
+        from tvm.script.ir_builder import tirx as T
+
+        spec = self.spec
+        clamped = clamp_int8(requantize(acc, self.quant, channel, spec.requant), spec.act_min, spec.act_max)
+        if spec.output_shape[3] % spec.block:
+            with T.If(channel < spec.output_shape[3]), T.Then():
+                store_int8(self.y, clamped, [n, oh, ow, channel])
+        else:
+            store_int8(self.y, clamped, [n, oh, ow, channel])
+
+    def rows(self) -> None:
+        """Border pixels one at a time; interior pixels P at a time."""
+        from tvm import tirx
+        from tvm.script.ir_builder import tirx as T
+
+        spec = self.spec
+        n_, _, _, _ = spec.input_shape
+        _, oh_, ow_, _ = spec.output_shape
+        oh_lo, oh_hi = interior_range(
+            oh_, spec.input_shape[1], spec.kernel[0], spec.strides[0], spec.dilation[0], spec.padding[0]
+        )
+        ow_lo, ow_hi = interior_range(
+            ow_, spec.input_shape[2], spec.kernel[1], spec.strides[1], spec.dilation[1], spec.padding[1]
+        )
+        pairs, odd = divmod(ow_hi - ow_lo, spec.pixels)
+        with T.serial(0, n_) as n, T.serial(0, oh_) as oh:
+            inside = T.bind(tirx.And(oh >= oh_lo, oh < oh_hi))
+            left_end = T.bind(tirx.Select(inside, tirx.const(ow_lo, "int32"), tirx.const(ow_, "int32")))
+            with T.serial(0, left_end) as ow:
+                self.output_block(n, oh, [ow], interior=False)
+            with T.If(inside), T.Then():
+                if pairs:
+                    with T.serial(0, pairs) as pair:
+                        first = ow_lo + pair * spec.pixels
+                        self.output_block(n, oh, [first + p for p in range(spec.pixels)], interior=True)
+                for k in range(odd):
+                    self.output_block(n, oh, [tirx.const(ow_hi - odd + k, "int32")], interior=True)
+                if ow_hi < ow_:
+                    with T.serial(ow_hi, ow_) as ow:
+                        self.output_block(n, oh, [ow], interior=False)
+
+
+def conv_kernel(spec: ConvSpec) -> Any:
+    """Regular or depthwise (multiplier 1) convolution; arguments: x, packed weights, bias,
+    interior bias, requantization table, y."""
+    from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
-    value = multiply_by_quantized_multiplier(acc, quant[co, 0], quant[co, 1]) + spec.output_offset
-    if spec.output_shape[3] % spec.block:
-        with T.If(co < spec.output_shape[3]), T.Then():
-            store_int8(y, clamp(value, spec.act_min, spec.act_max), [n, oh, ow, co])
+    kh, kw = spec.kernel
+    channels = spec.channel_blocks * spec.block
+    if spec.depthwise:
+        weight_shape: tuple[int, ...] = (kh, kw, channels)
     else:
-        store_int8(y, clamp(value, spec.act_min, spec.act_max), [n, oh, ow, co])
-
-
-def conv2d_kernel(spec: ConvSpec) -> Any:
-    """Regular convolution: weights packed by pack_conv_weights."""
-    from tvm.script.ir_builder import IRBuilder
-    from tvm.script.ir_builder import tirx as T
-
-    n_, h, w, ci = spec.input_shape
-    _, oh_, ow_, co_ = spec.output_shape
-    kh_, kw_ = spec.kernel
-    sh, sw = spec.strides
-    dh, dw = spec.dilation
-    pt, pl = spec.padding[0], spec.padding[1]
-    block = spec.block
-    blocks = -(-co_ // block)
-    with IRBuilder() as ib, prim_func(spec.name, ["CONV_2D"], spec.macs):
+        weight_shape = (spec.channel_blocks, kh, kw, spec.input_shape[3], spec.block)
+    quant_width = spec.requant.values.shape[1]
+    op = "DEPTHWISE_CONV_2D" if spec.depthwise else "CONV_2D"
+    with IRBuilder() as ib, prim_func(spec.name, [op], spec.macs):
         x = T.arg("x", T.Buffer(spec.input_shape, "int8"))
-        wt = T.arg("w", T.Buffer((blocks, kh_, kw_, ci, block), "int8"))
-        bias = T.arg("bias", T.Buffer((blocks * block,), "int32"))
-        quant = T.arg("quant", T.Buffer((blocks * block, 2), "int32"))
+        w = T.arg("w", T.Buffer(weight_shape, "int8"))
+        bias = T.arg("bias", T.Buffer((channels,), "int32"))
+        bias_interior = T.arg("bias_interior", T.Buffer((channels,), "int32"))
+        quant = T.arg("quant", T.Buffer((channels, quant_width), "int32"))
         y = T.arg("y", T.Buffer(spec.output_shape, "int8"))
         with root_block():
-            acc = accumulators(block)
-            with T.serial(0, n_) as n, T.serial(0, oh_) as oh:
-                ih0 = T.bind(oh * sh - pt)
-                kh_lo, kh_hi = _window(ih0, h, kh_, dh)
-                kh_lo, kh_hi = T.bind(kh_lo), T.bind(kh_hi)
-                with T.serial(0, ow_) as ow:
-                    iw0 = T.bind(ow * sw - pl)
-                    kw_lo, kw_hi = _window(iw0, w, kw_, dw)
-                    kw_lo, kw_hi = T.bind(kw_lo), T.bind(kw_hi)
-                    with T.serial(0, blocks) as cb:
-                        for j in range(block):
-                            T.buffer_store(acc, bias[cb * block + j], [j])
-                        with T.serial(kh_lo, kh_hi) as kh, T.serial(kw_lo, kw_hi) as kw:
-                            ih = T.bind(ih0 + kh * dh)
-                            iw = T.bind(iw0 + kw * dw)
-                            with T.serial(0, ci) as c:
-                                xv = T.bind(i32(x[n, ih, iw, c]) + spec.input_offset)
-                                for j in range(block):
-                                    T.buffer_store(acc, acc[j] + xv * i32(wt[cb, kh, kw, c, j]), [j])
-                        for j in range(block):
-                            _requantize_store(spec, y, acc[j], quant, n, oh, ow, cb * block + j)
-    return ib.get()
-
-
-def depthwise_kernel(spec: ConvSpec) -> Any:
-    """Depthwise convolution (depth multiplier 1): weights as [KH][KW][C], channels in blocks."""
-    from tvm import tirx
-    from tvm.script.ir_builder import IRBuilder
-    from tvm.script.ir_builder import tirx as T
-
-    n_, h, w, c_ = spec.input_shape
-    _, oh_, ow_, _ = spec.output_shape
-    kh_, kw_ = spec.kernel
-    sh, sw = spec.strides
-    dh, dw = spec.dilation
-    pt, pl = spec.padding[0], spec.padding[1]
-    block = spec.block
-    blocks = -(-c_ // block)
-    with IRBuilder() as ib, prim_func(spec.name, ["DEPTHWISE_CONV_2D"], spec.macs):
-        x = T.arg("x", T.Buffer(spec.input_shape, "int8"))
-        wt = T.arg("w", T.Buffer((kh_, kw_, blocks * block), "int8"))
-        bias = T.arg("bias", T.Buffer((blocks * block,), "int32"))
-        quant = T.arg("quant", T.Buffer((blocks * block, 2), "int32"))
-        y = T.arg("y", T.Buffer(spec.output_shape, "int8"))
-        with root_block():
-            acc = accumulators(block)
-            with T.serial(0, n_) as n, T.serial(0, oh_) as oh:
-                ih0 = T.bind(oh * sh - pt)
-                kh_lo, kh_hi = _window(ih0, h, kh_, dh)
-                kh_lo, kh_hi = T.bind(kh_lo), T.bind(kh_hi)
-                with T.serial(0, ow_) as ow:
-                    iw0 = T.bind(ow * sw - pl)
-                    kw_lo, kw_hi = _window(iw0, w, kw_, dw)
-                    kw_lo, kw_hi = T.bind(kw_lo), T.bind(kw_hi)
-                    with T.serial(0, blocks) as cb:
-                        for j in range(block):
-                            T.buffer_store(acc, bias[cb * block + j], [j])
-                        with T.serial(kh_lo, kh_hi) as kh, T.serial(kw_lo, kw_hi) as kw:
-                            ih = T.bind(ih0 + kh * dh)
-                            iw = T.bind(iw0 + kw * dw)
-                            for j in range(block):
-                                channel = cb * block + j
-                                if c_ % block:
-                                    channel = tirx.Min(channel, c_ - 1)  # padded lanes read a valid input
-                                xv = i32(x[n, ih, iw, channel]) + spec.input_offset
-                                T.buffer_store(acc, acc[j] + xv * i32(wt[kh, kw, cb * block + j]), [j])
-                        for j in range(block):
-                            _requantize_store(spec, y, acc[j], quant, n, oh, ow, cb * block + j)
-    return ib.get()
-
-
-@dataclass(frozen=True)
-class DenseSpec:
-    """Requantization `litert`: LiteRT's reference kernel (round(double(acc)·eff), table of
-    [hi, lo, shift] per channel); `tflm`: TFLite Micro's fixed point (table of [M, shift])."""
-
-    name: str
-    input_shape: tuple[int, ...]  # [..., inputs]: leading dimensions are batches
-    output_shape: tuple[int, ...]
-    input_offset: int
-    output_offset: int
-    act_min: int
-    act_max: int
-    block: int
-    requant: str = "litert"
-
-    @property
-    def inputs(self) -> int:
-        return self.input_shape[-1]
-
-    @property
-    def outputs(self) -> int:
-        return self.output_shape[-1]
-
-    @property
-    def batch(self) -> int:
-        return int(np.prod(self.input_shape[:-1]))
-
-    @property
-    def macs(self) -> int:
-        return self.batch * self.inputs * self.outputs
-
-    @property
-    def quant_width(self) -> int:
-        return 3 if self.requant == "litert" else 2
-
-
-def pack_dense_weights(weights_oi: np.ndarray, block: int) -> np.ndarray:
-    """[O][I] → [O/B][I][B] (zero-padded outputs)."""
-    o, i = weights_oi.shape
-    blocks = -(-o // block)
-    padded = np.zeros((blocks * block, i), dtype=np.int8)
-    padded[:o] = weights_oi
-    return np.ascontiguousarray(padded.reshape(blocks, block, i).transpose(0, 2, 1)).reshape(-1)
-
-
-def dense_kernel(spec: DenseSpec) -> Any:
-    from tvm.script.ir_builder import IRBuilder
-    from tvm.script.ir_builder import tirx as T
-
-    block = spec.block
-    blocks = -(-spec.outputs // block)
-    with IRBuilder() as ib, prim_func(spec.name, ["FULLY_CONNECTED"], spec.macs):
-        x_arg = T.arg("x", T.Buffer(spec.input_shape, "int8"))
-        wt = T.arg("w", T.Buffer((blocks, spec.inputs, block), "int8"))
-        bias = T.arg("bias", T.Buffer((blocks * block,), "int32"))
-        quant = T.arg("quant", T.Buffer((blocks * block, spec.quant_width), "int32"))
-        y_arg = T.arg("y", T.Buffer(spec.output_shape, "int8"))
-        with root_block():
-            x, y = flat_view(x_arg, spec.input_shape), flat_view(y_arg, spec.output_shape)
-            acc = accumulators(block)
-            with T.serial(0, spec.batch) as b, T.serial(0, blocks) as ob:
-                for j in range(block):
-                    T.buffer_store(acc, bias[ob * block + j], [j])
-                with T.serial(0, spec.inputs) as i:
-                    xv = T.bind(i32(x[b * spec.inputs + i]) + spec.input_offset)
-                    for j in range(block):
-                        T.buffer_store(acc, acc[j] + xv * i32(wt[ob, i, j]), [j])
-                for j in range(block):
-                    o = ob * block + j
-                    if spec.requant == "litert":
-                        scaled = round_double_product(acc[j], quant[o, 0], quant[o, 1], quant[o, 2])
-                    else:
-                        scaled = multiply_by_quantized_multiplier(acc[j], quant[o, 0], quant[o, 1])
-                    value = scaled + spec.output_offset
-                    if spec.outputs % block:
-                        with T.If(o < spec.outputs), T.Then():
-                            store_int8(y, clamp(value, spec.act_min, spec.act_max), [b * spec.outputs + o])
-                    else:
-                        store_int8(y, clamp(value, spec.act_min, spec.act_max), [b * spec.outputs + o])
+            acc = accumulators(spec.block * spec.pixels)
+            x_flat, w_flat = flat_view(x, spec.input_shape), flat_view(w, weight_shape)
+            _ConvBuilder(spec, x_flat, w_flat, bias, bias_interior, quant, y, acc).rows()
     return ib.get()

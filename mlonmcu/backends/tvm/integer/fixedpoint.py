@@ -8,6 +8,7 @@ roundings, each half away from zero). Any other formula, however close, is not b
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,38 @@ def per_channel_multipliers(input_scale: float, filter_scales: np.ndarray, outpu
         for s in np.asarray(filter_scales, dtype=np.float32).reshape(-1)
     ]
     return np.array(pairs, dtype=np.int32).reshape(-1, 2)
+
+
+# --- requantization tables: per channel, what the kernels read at run time -------------------
+
+
+@dataclass(frozen=True)
+class RequantTable:
+    """Per-channel requantization constants in the form `requantize` reads them (int32 [C, 3|4]):
+    2·multiplier as a uint32 bit pattern, right shift, rounding term with the output zero point
+    folded in (2^(e−1) + zp·2^e), and a left shift column only if some channel needs one."""
+
+    values: np.ndarray
+    left_shift: bool  # some channel has shift > 0
+    always_right: bool  # every channel shifts right (e > 0): no run-time test
+    zero_point: int
+    zero_point_folded: bool  # False when zp·2^e would not fit int32: added after the shift
+
+
+def requant_table(pairs: np.ndarray, zero_point: int = 0) -> RequantTable:
+    multiplier = pairs[:, 0].astype(np.int64)
+    shift = pairs[:, 1].astype(np.int64)
+    right = np.maximum(-shift, 0)
+    half = np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0)
+    rounding = half + np.where(right > 0, np.left_shift(np.int64(zero_point), right), 0)
+    folded = bool(np.all((rounding >= INT32_MIN) & (rounding <= INT32_MAX)))
+    doubled = (2 * multiplier).astype(np.uint32).view(np.int32).astype(np.int64)
+    columns = [doubled, right, rounding if folded else half]
+    left = bool(np.any(shift > 0))
+    if left:
+        columns.append(np.maximum(shift, 0))
+    table = np.stack(columns, axis=1).astype(np.int32)
+    return RequantTable(table, left, bool(np.all(right > 0)), int(zero_point), folded)
 
 
 # --- TIR (inside an IRBuilder prim_func: intermediates become C locals) -------------------
@@ -91,6 +124,54 @@ def multiply_by_quantized_multiplier(x: Any, multiplier: Any, shift: Any) -> Any
     shift = local(shift, "int32")
     high = saturating_rounding_doubling_high_mul(tirx.shift_left(x, tirx.Max(shift, zero)), multiplier)
     return rounding_divide_by_pot(high, tirx.Max(-shift, zero))
+
+
+def requantize(acc: Any, table: Any, channel: Any, spec: RequantTable) -> Any:
+    """MultiplyByQuantizedMultiplier + output zero point, from a RequantTable row.
+
+    Same results as SRDHM + RDBPOT, rewritten for a 32-bit core:
+    - SRDHM's truncating division with a sign-dependent nudge equals floor((a·M + 2^30) / 2^31),
+      which is the high word of a·(2M) (signed × unsigned: one `mulhsu`) plus bit 31 of its low
+      word;
+    - RDBPOT's remainder test equals adding 2^(e−1), minus one for negative values, before an
+      arithmetic shift by e > 0; adding zp·2^e there too adds the zero point exactly.
+    """
+    from tvm import tirx
+
+    if spec.left_shift:
+        acc = tirx.shift_left(acc, table[channel, 3])
+    value = local(acc, "int32")
+    doubled = local(table[channel, 0], "int32")
+    wide = tirx.Cast("int64", value) * tirx.Cast("int64", tirx.Cast("uint32", doubled))
+    low = tirx.Cast("uint32", value) * tirx.Cast("uint32", doubled)  # low word (unsigned: wraps)
+    high = local(
+        tirx.Cast("int32", tirx.shift_right(wide, tirx.const(32, "int64")))
+        + tirx.Cast("int32", tirx.shift_right(low, tirx.const(31, "uint32"))),
+        "int32",
+    )
+    right = local(table[channel, 1], "int32")
+    negative = tirx.Cast("int32", high < tirx.const(0, "int32"))
+    rounded = tirx.shift_right(high + table[channel, 2] - negative, right)
+    zero_point = tirx.const(spec.zero_point, "int32")
+    if not spec.zero_point_folded:
+        rounded = rounded + zero_point
+    if spec.always_right:
+        return rounded
+    return tirx.Select(right > tirx.const(0, "int32"), rounded, high + zero_point)
+
+
+def clamp_int8(value: Any, low: int, high: int) -> Any:
+    """Clamp to [low, high]; for the full int8 range with one unsigned compare on the common path."""
+    from tvm import tirx
+
+    from mlonmcu.backends.tvm.integer.tir import clamp
+
+    if (low, high) != (-128, 127):
+        return clamp(value, low, high)
+    value = local(value, "int32")
+    outside = tirx.Cast("uint32", value + tirx.const(128, "int32")) > tirx.const(255, "uint32")
+    saturated = tirx.bitwise_xor(tirx.shift_right(value, tirx.const(31, "int32")), tirx.const(127, "int32"))
+    return tirx.Select(outside, saturated, value)
 
 
 def multiply_by_constant(x: Any, multiplier: int, shift: int) -> Any:

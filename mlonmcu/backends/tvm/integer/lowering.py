@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from mlonmcu.backends.tvm.integer.graph import Graph, op_name, tensor_type
-from mlonmcu.backends.tvm.integer.patterns import Matcher
+from mlonmcu.backends.tvm.integer.patterns import Matcher, Schedule
 
 _QDQ_OPS = ("relax.quantize", "relax.dequantize")
 
@@ -31,12 +31,12 @@ def is_quantized(mod: Any) -> bool:
     return any(op_name(b.value) in _QDQ_OPS for b in Graph(mod["main"]).bindings)
 
 
-def lower_integer(mod: Any, fc_requant: str = "litert") -> tuple[Any, LoweringReport]:
+def lower_integer(mod: Any, schedule: Schedule | None = None) -> tuple[Any, LoweringReport]:
     import tvm_ffi
     from tvm import relax
 
     graph = Graph(mod["main"])
-    matcher = Matcher(graph, fc_requant)
+    matcher = Matcher(graph, schedule)
     replacements: dict[Any, Any] = {}
     report = LoweringReport()
     builder = relax.BlockBuilder(mod)

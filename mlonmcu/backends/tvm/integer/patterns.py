@@ -13,12 +13,32 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer import conv, elementwise, pooling, softmax
-from mlonmcu.backends.tvm.integer.fixedpoint import double_multiplier, per_channel_multipliers, quantize_multiplier
+from mlonmcu.backends.tvm.integer import conv, dense, elementwise, pooling, softmax
+from mlonmcu.backends.tvm.integer.fixedpoint import (
+    double_multiplier,
+    per_channel_multipliers,
+    quantize_multiplier,
+    requant_table,
+)
 from mlonmcu.backends.tvm.integer.graph import Graph, Quantized, constant, op_name, tensor_type
 
 INT8_MIN, INT8_MAX = -128, 127
-CONV_BLOCK = 4
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Register blocking of the integer kernels (output channels B × output pixels P)."""
+
+    conv_block: int = 4
+    conv_pixels: int = 2
+    # convolutions over very few input channels (first layers on RGB or audio features):
+    # each tap feeds few MACs, so more output channels per pixel pay off more than pixel pairs
+    few_channels_block: int = 8
+    few_channels_pixels: int = 1
+    depthwise_block: int = 8
+    depthwise_pixels: int = 1
+    dense_block: int = 8
+    fc_requant: str = "litert"  # FULLY_CONNECTED rounding: "litert" (reference kernels) or "tflm"
 
 
 @dataclass
@@ -58,9 +78,9 @@ def dense_requantization(
 
 
 class Matcher:
-    def __init__(self, graph: Graph, fc_requant: str = "litert"):
+    def __init__(self, graph: Graph, schedule: Schedule | None = None):
         self.graph = graph
-        self.fc_requant = fc_requant
+        self.schedule = schedule or Schedule()
         self.count = 0
 
     def name(self, op: str) -> str:
@@ -182,6 +202,14 @@ class Matcher:
             scales = np.repeat(scales, channels)
         kernel = (int(hwio.shape[0]), int(hwio.shape[1]))
         padding = tuple(int(p) for p in attrs.padding)
+        table = requant_table(per_channel_multipliers(x.scalar_scale, scales, out.scale), out.zero_point)
+        sched = self.schedule
+        if depthwise:
+            block, pixels = sched.depthwise_block, sched.depthwise_pixels
+        elif in_shape[3] <= conv.SMALL_CHANNELS:
+            block, pixels = sched.few_channels_block, sched.few_channels_pixels
+        else:
+            block, pixels = sched.conv_block, sched.conv_pixels
         spec = conv.ConvSpec(
             name=self.name("depthwise_conv2d" if depthwise else "conv2d"),
             input_shape=tuple(in_shape),
@@ -195,19 +223,25 @@ class Matcher:
             output_offset=out.zero_point,
             act_min=out.act_min,
             act_max=out.act_max,
-            block=CONV_BLOCK,
+            block=block,
+            pixels=pixels,
+            requant=table,
         )
-        quant = per_channel_multipliers(x.scalar_scale, scales, out.scale)
         block = spec.block
         if depthwise:
-            kernel_func = conv.depthwise_kernel(spec)
-            packed = np.zeros((*kernel, -(-channels // block) * block), np.int8)
-            packed[..., :channels] = hwio
-            weights_arg = packed
+            weights_arg = conv.pack_depthwise_weights(hwio, block)
+            folded = conv.interior_bias(bias, hwio, spec.input_offset, channel_axis=2)
         else:
-            kernel_func = conv.conv2d_kernel(spec)
-            weights_arg = conv.pack_conv_weights(hwio, block).reshape(-1, *kernel, in_shape[3], block)
-        args = [x.value, weights_arg, conv.pack_channels(bias, block), conv.pack_channels(quant, block)]
+            weights_arg = conv.pack_conv_weights(hwio, block)
+            folded = conv.interior_bias(bias, hwio, spec.input_offset, channel_axis=3)
+        args = [
+            x.value,
+            weights_arg,
+            conv.pack_channels(bias, block),
+            conv.pack_channels(folded, block),
+            conv.pack_channels(table.values, block),
+        ]
+        kernel_func = conv.conv_kernel(spec)
         op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
         return Lowered(None, op, kernel_func, args, shape)
 
@@ -224,7 +258,7 @@ class Matcher:
         per_tensor = scales.size == 1
         if per_tensor:
             scales = np.repeat(scales, outputs)
-        spec = conv.DenseSpec(
+        spec = dense.DenseSpec(
             name=self.name("fully_connected"),
             input_shape=tuple(in_shape),
             output_shape=tuple(shape),
@@ -232,18 +266,18 @@ class Matcher:
             output_offset=out.zero_point,
             act_min=out.act_min,
             act_max=out.act_max,
-            block=CONV_BLOCK,
-            requant=self.fc_requant,
+            block=self.schedule.dense_block,
+            requant=self.schedule.fc_requant,
         )
-        quant = dense_requantization(x.scalar_scale, scales, out.scale, per_tensor, self.fc_requant)
-        packed = conv.pack_dense_weights(np.ascontiguousarray(data.T), spec.block)
+        quant = dense_requantization(x.scalar_scale, scales, out.scale, per_tensor, self.schedule.fc_requant)
+        packed = dense.pack_dense_weights(np.ascontiguousarray(data.T), spec.block)
         args = [
             x.value,
             packed.reshape(-1, spec.inputs, spec.block),
             conv.pack_channels(bias, spec.block),
             conv.pack_channels(quant, spec.block),
         ]
-        return Lowered(None, "FULLY_CONNECTED", conv.dense_kernel(spec), args, shape)
+        return Lowered(None, "FULLY_CONNECTED", dense.dense_kernel(spec), args, shape)
 
     # -- elementwise and reductions --------------------------------------------------------------
 
