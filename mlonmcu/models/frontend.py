@@ -44,6 +44,7 @@ class ModelInfo:
     outputs: list[TensorInfo]
     operators: list[str]
     macs: int
+    activations: int = 0  # bytes of the largest set of activation tensors live at once
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,6 +58,7 @@ class ModelInfo:
             outputs=[TensorInfo(**t) for t in data["outputs"]],
             operators=list(data["operators"]),
             macs=int(data["macs"]),
+            activations=int(data.get("activations", 0)),
         )
 
 
@@ -124,6 +126,56 @@ def _macs(op: str, subgraph: Any, operator: Any) -> int:
     return 0
 
 
+_ALIASING_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}  # outputs that can share their input's memory
+
+
+def _activation_lower_bound(model: Any, subgraph: Any, names: dict[int, str]) -> int:
+    """Bytes of the largest set of activation tensors alive at once, executing ops in file order.
+
+    A tensor lives from the op that produces it (model inputs: from the start) to its last
+    consumer (model outputs: to the end); constants are not activations; reshape-like outputs
+    share their input's memory. No memory plan can use less.
+    """
+
+    def nbytes(index: int) -> int:
+        tensor = subgraph.Tensors(index)
+        shape = [int(d) for d in tensor.ShapeAsNumpy()] if tensor.ShapeLength() else []
+        itemsize = np.dtype(_DTYPES.get(tensor.Type(), "int8")).itemsize
+        return int(np.prod(shape)) * itemsize if shape else itemsize
+
+    def is_constant(index: int) -> bool:
+        buffer = model.Buffers(subgraph.Tensors(index).Buffer())
+        return buffer is not None and buffer.DataLength() > 0
+
+    root: dict[int, int] = {}  # aliasing output → the tensor that owns the memory
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    end = subgraph.OperatorsLength()
+    for i in range(subgraph.InputsLength()):
+        first[subgraph.Inputs(i)] = -1
+    for step in range(end):
+        op = subgraph.Operators(step)
+        code = model.OperatorCodes(op.OpcodeIndex())
+        name = names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "")
+        inputs = [t for t in op.InputsAsNumpy() if t >= 0 and not is_constant(t)]
+        for t in inputs:
+            owner = root.get(t, t)
+            last[owner] = step
+        for t in op.OutputsAsNumpy():
+            if name in _ALIASING_OPS and inputs:
+                root[t] = root.get(inputs[0], inputs[0])
+            else:
+                first.setdefault(t, step)
+                last[t] = step
+    for i in range(subgraph.OutputsLength()):
+        last[root.get(subgraph.Outputs(i), subgraph.Outputs(i))] = end
+    sizes = {t: nbytes(t) for t in first}
+    return max(
+        (sum(size for t, size in sizes.items() if first[t] <= step <= last.get(t, first[t])) for step in range(end)),
+        default=0,
+    )
+
+
 @FRONTENDS.register
 class TfliteFrontend:
     """Reads .tflite flatbuffers with the `tflite` package; no TensorFlow needed."""
@@ -155,6 +207,7 @@ class TfliteFrontend:
                     op = f"CUSTOM:{code.CustomCode().decode()}"
                 operators.append(op)
                 macs += _macs(op, subgraph, operator)
+            activations = _activation_lower_bound(model, subgraph, names)
             inputs = [_tensor(subgraph, subgraph.Inputs(i)) for i in range(subgraph.InputsLength())]
             outputs = [_tensor(subgraph, subgraph.Outputs(i)) for i in range(subgraph.OutputsLength())]
         except ModelError:
@@ -162,4 +215,4 @@ class TfliteFrontend:
         except Exception as err:  # the flatbuffer reader raises anything on corrupt data
             raise ModelError(f"{path.name} is a corrupt TFLite model: {type(err).__name__}: {err}") from None
         unique_ops = list(dict.fromkeys(operators))
-        return ModelInfo("tflite", len(buf), inputs, outputs, unique_ops, macs)
+        return ModelInfo("tflite", len(buf), inputs, outputs, unique_ops, macs, activations)

@@ -39,6 +39,7 @@ CORE = (
 EXTRA = (
     "Setup Instructions",  # init/allocation, like Setup Cycles
     "Run Instructions/MAC",
+    "Arena Lower Bound",  # largest set of activation tensors live at once in the model graph
     "Counter",  # which counter produced cycles/instructions: minstret, wallclock, ...
     "Setup Time [s]",  # wall-clock targets only
     "Run Time [s]",

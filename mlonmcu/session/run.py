@@ -108,6 +108,7 @@ def fill_row(ctx: RunContext, row: dict[str, Any]) -> None:
         info = ctx.info
         row["Model Size"] = info.size
         row["MACs"] = info.macs
+        row["Arena Lower Bound"] = info.activations
         row["Samples"] = results[Stage.LOAD]["samples"]
     if Stage.BUILD in results:
         row["Arena Size"] = results[Stage.BUILD].get("arena_size")

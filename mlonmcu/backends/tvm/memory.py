@@ -56,11 +56,11 @@ def lower_bound(lives: list[Lifetime]) -> int:
     return max((sum(lf.size for lf in lives if lf.first <= t <= lf.last) for t in points), default=0)
 
 
-def pack(lives: list[Lifetime]) -> tuple[dict[tuple[str, int], int], int]:
-    """Offsets per buffer and the arena size."""
+def _place(lives: list[Lifetime]) -> tuple[dict[tuple[str, int], int], int]:
+    """Greedy: each tensor at the lowest offset free during its whole lifetime, in list order."""
     placed: list[tuple[int, int, Lifetime]] = []  # (offset, end, life)
     offsets: dict[tuple[str, int], int] = {}
-    for life in sorted(lives, key=lambda lf: (-lf.size, lf.first)):
+    for life in lives:
         busy = sorted(
             (start, stop) for start, stop, other in placed if other.first <= life.last and life.first <= other.last
         )
@@ -73,3 +73,16 @@ def pack(lives: list[Lifetime]) -> tuple[dict[tuple[str, int], int], int]:
         placed.append((offset, offset + life.size, life))
     arena = max((stop for _, stop, _ in placed), default=0)
     return offsets, _align(arena)
+
+
+_ORDERS = (
+    lambda lf: (-lf.size, lf.first),  # largest first
+    lambda lf: (lf.first, -lf.size),  # in execution order
+    lambda lf: (-(lf.last - lf.first), -lf.size),  # longest-lived first
+    lambda lf: (-lf.size * (lf.last - lf.first + 1), lf.first),  # biggest area first
+)
+
+
+def pack(lives: list[Lifetime]) -> tuple[dict[tuple[str, int], int], int]:
+    """Offsets per buffer and the arena size: the best of a few greedy placement orders."""
+    return min((_place(sorted(lives, key=order)) for order in _ORDERS), key=lambda result: result[1])

@@ -277,14 +277,14 @@ def conv_kernel(spec: ConvSpec) -> Any:
         weight_shape: tuple[int, ...] = (kh, kw, channels)
     else:
         weight_shape = (spec.channel_blocks, kh, kw, spec.input_shape[3], spec.block)
-    quant_width = spec.requant.values.shape[1]
+    quant_rows, quant_width = spec.requant.values.shape
     op = "DEPTHWISE_CONV_2D" if spec.depthwise else "CONV_2D"
     with IRBuilder() as ib, prim_func(spec.name, [op], spec.macs):
         x = T.arg("x", T.Buffer(spec.input_shape, "int8"))
         w = T.arg("w", T.Buffer(weight_shape, "int8"))
         bias = T.arg("bias", T.Buffer((channels,), "int32"))
         bias_interior = T.arg("bias_interior", T.Buffer((channels,), "int32"))
-        quant = T.arg("quant", T.Buffer((channels, quant_width), "int32"))
+        quant = T.arg("quant", T.Buffer((channels if not spec.requant.uniform else quant_rows, quant_width), "int32"))
         y = T.arg("y", T.Buffer(spec.output_shape, "int8"))
         with root_block():
             acc = accumulators(spec.block * spec.pixels)

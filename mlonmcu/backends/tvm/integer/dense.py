@@ -25,6 +25,7 @@ class DenseSpec:
     act_max: int
     block: int
     requant: str = "litert"
+    uniform_quant: bool = False  # one requantization row for all outputs (per-tensor weights)
 
     @property
     def inputs(self) -> int:
@@ -66,7 +67,8 @@ def dense_kernel(spec: DenseSpec) -> Any:
         x_arg = T.arg("x", T.Buffer(spec.input_shape, "int8"))
         wt = T.arg("w", T.Buffer((blocks, spec.inputs, block), "int8"))
         bias = T.arg("bias", T.Buffer((blocks * block,), "int32"))
-        quant = T.arg("quant", T.Buffer((blocks * block, spec.quant_width), "int32"))
+        quant_rows = 1 if spec.uniform_quant else blocks * block
+        quant = T.arg("quant", T.Buffer((quant_rows, spec.quant_width), "int32"))
         y_arg = T.arg("y", T.Buffer(spec.output_shape, "int8"))
         with root_block():
             x, y = flat_view(x_arg, spec.input_shape), flat_view(y_arg, spec.output_shape)
@@ -80,10 +82,11 @@ def dense_kernel(spec: DenseSpec) -> Any:
                         T.buffer_store(acc, acc[j] + xv * i32(wt[ob, i, j]), [j])
                 for j in range(block):
                     o = ob * block + j
+                    row = 0 if spec.uniform_quant else o
                     if spec.requant == "litert":
-                        scaled = round_double_product(acc[j], quant[o, 0], quant[o, 1], quant[o, 2])
+                        scaled = round_double_product(acc[j], quant[row, 0], quant[row, 1], quant[row, 2])
                     else:
-                        scaled = multiply_by_quantized_multiplier(acc[j], quant[o, 0], quant[o, 1])
+                        scaled = multiply_by_quantized_multiplier(acc[j], quant[row, 0], quant[row, 1])
                     value = scaled + spec.output_offset
                     if spec.outputs % block:
                         with T.If(o < spec.outputs), T.Then():

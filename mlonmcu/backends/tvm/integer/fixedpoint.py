@@ -30,9 +30,7 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
         shift += 1
     if shift < -31:
         return 0, 0
-    if shift > 30:
-        shift, fixed = 30, INT32_MAX
-    return int(fixed), int(shift)
+    return int(fixed), int(shift)  # (no cap at 30: that belongs to TFLITE_SINGLE_ROUNDING builds)
 
 
 def round_half_away(value: float) -> int:
@@ -62,6 +60,11 @@ class RequantTable:
     always_right: bool  # every channel shifts right (e > 0): no run-time test
     zero_point: int
     zero_point_folded: bool  # False when zp·2^e would not fit int32: added after the shift
+    uniform: bool  # one row for all channels (per-tensor quantization): smaller ROM
+
+    @property
+    def rows(self) -> int:
+        return self.values.shape[0]
 
 
 def requant_table(pairs: np.ndarray, zero_point: int = 0) -> RequantTable:
@@ -77,7 +80,10 @@ def requant_table(pairs: np.ndarray, zero_point: int = 0) -> RequantTable:
     if left:
         columns.append(np.maximum(shift, 0))
     table = np.stack(columns, axis=1).astype(np.int32)
-    return RequantTable(table, left, bool(np.all(right > 0)), int(zero_point), folded)
+    uniform = bool(np.all(table == table[:1]))
+    if uniform:
+        table = table[:1]
+    return RequantTable(table, left, bool(np.all(right > 0)), int(zero_point), folded, uniform)
 
 
 # --- TIR (inside an IRBuilder prim_func: intermediates become C locals) -------------------
@@ -138,6 +144,8 @@ def requantize(acc: Any, table: Any, channel: Any, spec: RequantTable) -> Any:
     """
     from tvm import tirx
 
+    if spec.uniform:
+        channel = 0
     if spec.left_shift:
         acc = tirx.shift_left(acc, table[channel, 3])
     value = local(acc, "int32")

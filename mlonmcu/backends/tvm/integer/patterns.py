@@ -239,7 +239,7 @@ class Matcher:
             weights_arg,
             conv.pack_channels(bias, block),
             conv.pack_channels(folded, block),
-            conv.pack_channels(table.values, block),
+            table.values if table.uniform else conv.pack_channels(table.values, block),
         ]
         kernel_func = conv.conv_kernel(spec)
         op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
@@ -258,6 +258,8 @@ class Matcher:
         per_tensor = scales.size == 1
         if per_tensor:
             scales = np.repeat(scales, outputs)
+        quant = dense_requantization(x.scalar_scale, scales, out.scale, per_tensor, self.schedule.fc_requant)
+        uniform = bool(np.all(quant == quant[:1]))
         spec = dense.DenseSpec(
             name=self.name("fully_connected"),
             input_shape=tuple(in_shape),
@@ -268,14 +270,14 @@ class Matcher:
             act_max=out.act_max,
             block=self.schedule.dense_block,
             requant=self.schedule.fc_requant,
+            uniform_quant=uniform,
         )
-        quant = dense_requantization(x.scalar_scale, scales, out.scale, per_tensor, self.schedule.fc_requant)
         packed = dense.pack_dense_weights(np.ascontiguousarray(data.T), spec.block)
         args = [
             x.value,
             packed.reshape(-1, spec.inputs, spec.block),
             conv.pack_channels(bias, spec.block),
-            conv.pack_channels(quant, spec.block),
+            quant[:1] if uniform else conv.pack_channels(quant, spec.block),
         ]
         return Lowered(None, "FULLY_CONNECTED", dense.dense_kernel(spec), args, shape)
 

@@ -1,0 +1,174 @@
+"""Integer kernels compiled with the host GCC against numpy references of TFLite's arithmetic."""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlonmcu.backends.tvm.codegen import lower_kernels
+from mlonmcu.backends.tvm.integer import conv, dense
+from mlonmcu.backends.tvm.integer.fixedpoint import (
+    double_multiplier,
+    per_channel_multipliers,
+    quantize_multiplier,
+    reference_requantize,
+    requant_table,
+    requantize,
+)
+from mlonmcu.backends.tvm.integer.tir import prim_func, root_block
+
+pytestmark = pytest.mark.integration
+
+
+def build(func, name: str, tmp_path: Path):
+    import tvm
+
+    source = lower_kernels({name: func}, tvm.target.Target({"kind": "c"}))
+    c_file = tmp_path / f"{name}.c"
+    c_file.write_text("#include <stdint.h>\n#include <stdbool.h>\n" + source)
+    library = tmp_path / f"{name}.so"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", library, c_file], check=True)
+    return getattr(ctypes.CDLL(str(library)), f"tvmgen_{name}")
+
+
+def pointer(array: np.ndarray):
+    return array.ctypes.data_as(ctypes.c_void_p)
+
+
+def test_requantize_matches_the_literal_tflite_formula(tmp_path):
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    rng = np.random.default_rng(1)
+    reals = np.concatenate([rng.uniform(1e-5, 0.9, 120), [0.5, 1.0, 1.5, 3.0, 2**-20, 0.25, 0.7, 1e-9]])
+    pairs = np.array([quantize_multiplier(float(r)) for r in reals], np.int32)
+    table = requant_table(pairs, zero_point=5)
+    count = 4000
+    acc = np.concatenate([rng.integers(-(2**31), 2**31, count // 2), rng.integers(-(2**16), 2**16, count // 2)])
+    acc = acc.astype(np.int32)
+    channel = rng.integers(0, len(reals), count).astype(np.int32)
+    with IRBuilder() as ib, prim_func("rq", ["TEST"], 0):
+        a = T.arg("a", T.Buffer((count,), "int32"))
+        c = T.arg("c", T.Buffer((count,), "int32"))
+        t = T.arg("t", T.Buffer(table.values.shape, "int32"))
+        o = T.arg("o", T.Buffer((count,), "int32"))
+        with root_block(), T.serial(0, count) as i:
+            T.buffer_store(o, requantize(a[i], t, c[i], table), [i])
+    out = np.zeros(count, np.int32)
+    build(ib.get(), "rq", tmp_path)(
+        pointer(acc), pointer(channel), pointer(np.ascontiguousarray(table.values)), pointer(out)
+    )
+    expected = reference_requantize(acc, pairs[channel, 0], pairs[channel, 1]) + 5
+    assert np.array_equal(out, expected.astype(np.int32))
+
+
+def reference_conv(x, weights, bias, pairs, spec: conv.ConvSpec) -> np.ndarray:
+    _, h, w, _ = spec.input_shape
+    _, oh, ow, co = spec.output_shape
+    kh, kw = spec.kernel
+    out = np.zeros(spec.output_shape, np.int64)
+    xs = x.astype(np.int64) + spec.input_offset
+    for y in range(oh):
+        for z in range(ow):
+            for c in range(co):
+                acc = int(bias[c])
+                for a in range(kh):
+                    for b in range(kw):
+                        iy = y * spec.strides[0] - spec.padding[0] + a * spec.dilation[0]
+                        ix = z * spec.strides[1] - spec.padding[1] + b * spec.dilation[1]
+                        if 0 <= iy < h and 0 <= ix < w:
+                            if spec.depthwise:
+                                acc += int(xs[0, iy, ix, c]) * int(weights[a, b, c])
+                            else:
+                                acc += int(np.dot(xs[0, iy, ix, :], weights[a, b, :, c].astype(np.int64)))
+                out[0, y, z, c] = acc
+    result = reference_requantize(out, pairs[:co, 0], pairs[:co, 1]) + spec.output_offset
+    return np.clip(result, spec.act_min, spec.act_max).astype(np.int8)
+
+
+CONVS = [  # H, W, Cin, Cout, kernel, strides, padding (t, l, b, r), dilation
+    (9, 7, 5, 6, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    (10, 8, 3, 8, (3, 2), (2, 2), (0, 0, 1, 1), (1, 1)),
+    (6, 6, 16, 5, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+    (12, 11, 16, 12, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
+    (13, 9, 1, 4, (10, 4), (2, 2), (4, 1, 5, 1), (1, 1)),
+    (8, 8, 6, 7, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
+]
+
+
+@pytest.mark.parametrize("depthwise", [False, True])
+@pytest.mark.parametrize("case", range(len(CONVS)))
+@pytest.mark.parametrize(("block", "pixels"), [(4, 2), (8, 1)])
+def test_conv_kernels_are_exact(tmp_path, depthwise, case, block, pixels):
+    h, w, ci, co, kernel, strides, padding, dilation = CONVS[case]
+    ci = co if depthwise else ci
+    oh = (h + padding[0] + padding[2] - dilation[0] * (kernel[0] - 1) - 1) // strides[0] + 1
+    ow = (w + padding[1] + padding[3] - dilation[1] * (kernel[1] - 1) - 1) // strides[1] + 1
+    rng = np.random.default_rng(case)
+    spec = conv.ConvSpec(
+        f"conv{case}",
+        (1, h, w, ci),
+        (1, oh, ow, co),
+        kernel,
+        strides,
+        dilation,
+        padding,
+        depthwise,
+        input_offset=7,
+        output_offset=-3,
+        act_min=-100,
+        act_max=120,
+        block=block,
+        pixels=pixels,
+    )
+    x = rng.integers(-128, 128, spec.input_shape).astype(np.int8)
+    if depthwise:
+        weights = rng.integers(-127, 128, (*kernel, co)).astype(np.int8)
+        packed, axis = conv.pack_depthwise_weights(weights, block), 2
+    else:
+        weights = rng.integers(-127, 128, (*kernel, ci, co)).astype(np.int8)
+        packed, axis = conv.pack_conv_weights(weights, block), 3
+    bias = rng.integers(-5000, 5000, co).astype(np.int32)
+    pairs = per_channel_multipliers(0.05, rng.uniform(0.001, 0.02, co), 0.1)
+    table = requant_table(pairs, spec.output_offset)
+    spec = dataclasses.replace(spec, requant=table)
+    args = [
+        x,
+        packed,
+        conv.pack_channels(bias, block),
+        conv.pack_channels(conv.interior_bias(bias, weights, spec.input_offset, axis), block),
+        table.values if table.uniform else conv.pack_channels(table.values, block),
+    ]
+    y = np.zeros(spec.output_shape, np.int8)
+    build(conv.conv_kernel(spec), spec.name, tmp_path)(*(pointer(np.ascontiguousarray(a)) for a in args), pointer(y))
+    assert np.array_equal(y, reference_conv(x, weights, bias, pairs, spec))
+
+
+def test_dense_litert_requantization_is_round_of_a_double_product(tmp_path):
+    rng = np.random.default_rng(3)
+    inputs, outputs, block = 40, 12, 8
+    spec = dense.DenseSpec(
+        "fc", (2, inputs), (2, outputs), input_offset=3, output_offset=-7, act_min=-128, act_max=127, block=block
+    )
+    x = rng.integers(-128, 128, (2, inputs)).astype(np.int8)
+    weights = rng.integers(-127, 128, (outputs, inputs)).astype(np.int8)
+    bias = rng.integers(-20000, 20000, outputs).astype(np.int32)
+    effs = rng.uniform(1e-4, 0.05, outputs)
+    table = np.array([double_multiplier(float(e)) for e in effs], np.int32)
+    args = [
+        x,
+        dense.pack_dense_weights(weights, block).reshape(-1, inputs, block),
+        conv.pack_channels(bias, block),
+        conv.pack_channels(table, block),
+    ]
+    y = np.zeros((2, outputs), np.int8)
+    build(dense.dense_kernel(spec), "fc", tmp_path)(*(pointer(np.ascontiguousarray(a)) for a in args), pointer(y))
+    acc = (x.astype(np.int64) + 3) @ weights.T.astype(np.int64) + bias
+    product = acc.astype(np.float64) * effs  # IEEE double, as LiteRT's reference kernel
+    rounded = np.trunc(product) + np.where(np.abs(product - np.trunc(product)) >= 0.5, np.sign(product), 0)
+    assert np.array_equal(y, np.clip(rounded - 7, -128, 127).astype(np.int8))
