@@ -18,6 +18,7 @@ _BUILTIN_MODULES = (
     "mlonmcu.targets.host",
     "mlonmcu.targets.spike",
     "mlonmcu.targets.qemu",
+    "mlonmcu.targets.qemu_arm",
     "mlonmcu.features.validate",
     "mlonmcu.features.profile",
     "mlonmcu.setup.components",

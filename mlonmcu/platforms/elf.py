@@ -45,10 +45,17 @@ def memory_usage(elf: Path) -> dict[str, int]:
     }
 
 
-def symbol_size(elf: Path, name: str) -> int | None:
+def symbol(elf: Path, name: str) -> tuple[int, int] | None:
+    """(address, size) of a symbol; Thumb function addresses without their mode bit."""
     with elf.open("rb") as fh:
         symtab = ELFFile(fh).get_section_by_name(".symtab")
         if symtab is None:
             return None
         symbols = symtab.get_symbol_by_name(name)
-        return int(symbols[0]["st_size"]) if symbols else None
+        if not symbols:
+            return None
+        entry = symbols[0]
+        address = int(entry["st_value"])
+        if entry["st_info"]["type"] == "STT_FUNC":
+            address &= ~1
+        return address, int(entry["st_size"])

@@ -8,7 +8,7 @@ from typing import Any
 
 from mlonmcu.errors import StageError
 
-_LINE = re.compile(r"^MLONMCU (BEGIN|SETUP|RUN|OUTPUT|PROFILE|END|ERROR|TRAP)\b(.*)$")
+_LINE = re.compile(r"^MLONMCU (BEGIN|SETUP|RUN|OUTPUT|PROFILE|END|ERROR|TRAP|MARK)\b(.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
 
 
@@ -32,14 +32,39 @@ class HarnessResult:
         }
 
 
+def _numbers(fields: dict[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key == "marks":  # indices of the instruction-count marks around the region
+            before, _, after = value.partition(":")
+            values[key] = (int(before), int(after))
+        else:
+            values[key] = int(value)
+    return values
+
+
+def _resolve_marks(result: HarnessResult, counts: dict[int, int]) -> None:
+    """Replace `marks=before:after` by the instructions an external counter saw between them."""
+    for record in [result.setup, *result.runs, *result.profile]:
+        if "marks" in record:
+            before, after = record.pop("marks")
+            if before in counts and after in counts:
+                record["instructions"] = counts[after] - counts[before]
+
+
 def parse(text: str) -> HarnessResult:
     result = HarnessResult()
+    counts: dict[int, int] = {}
     began = False
     for raw in text.splitlines():
         match = _LINE.match(raw.strip())
         if not match:
             continue
         kind, rest = match.groups()
+        if kind == "MARK":  # printed by mlonmcu's QEMU plugin: index, instructions before it
+            index, count = rest.split()
+            counts[int(index)] = int(count)
+            continue
         fields = dict(_FIELD.findall(rest))
         if kind == "BEGIN":
             began = True
@@ -52,7 +77,7 @@ def parse(text: str) -> HarnessResult:
                 raise StageError(f"truncated output line for sample {sample} output {index}")
             result.outputs.setdefault(sample, {})[index] = data
         else:
-            numbers = {k: int(v) for k, v in fields.items()}
+            numbers = _numbers(fields)
             if kind == "SETUP":
                 result.setup = numbers
             elif kind == "RUN":
@@ -63,4 +88,5 @@ def parse(text: str) -> HarnessResult:
                 result.end = numbers
     if not began:
         raise StageError("the firmware printed nothing mlonmcu understands (no 'MLONMCU BEGIN' line)")
+    _resolve_marks(result, counts)
     return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any, ClassVar
@@ -9,6 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mlonmcu.config import Option
+from mlonmcu.errors import StageError, ToolError
 from mlonmcu.models.samples import Sample
 from mlonmcu.platforms.elf import memory_usage
 from mlonmcu.platforms.templates import c_byte_lines, install_directory, render
@@ -48,7 +50,7 @@ class MlifPlatform:
     ) -> dict[str, Any]:
         """Generate the CMake project in `out/project`, build it in `work`, keep ELF and map."""
         project = out / "project"
-        values = {"family": profile.family, "memory": profile.memory}
+        values = {"family": profile.family, "memory": profile.memory, **profile.template_values}
         support = install_directory(f"targets/{profile.support}", project / "target", **values)
         harness = install_directory("mlif", project / "mlif", **self._harness_values(samples, print_outputs))
         render(f"cmake/{profile.toolchain_file}", project / "toolchain.cmake", **profile.toolchain_vars)
@@ -102,7 +104,10 @@ class MlifPlatform:
             log=log,
             what="cmake configure",
         )
-        run(["cmake", "--build", build_dir, "--parallel", "2"], log=log, what="firmware build")
+        try:
+            run(["cmake", "--build", build_dir, "--parallel", "2"], log=log, what="firmware build")
+        except ToolError as err:
+            raise _memory_overflow(err, profile) or err from None
         shutil.copyfile(build_dir / ELF_NAME, out / ELF_NAME)
         shutil.copyfile(work / MAP_NAME, out / MAP_NAME)
         (out / ELF_NAME).chmod(0o755)
@@ -121,3 +126,20 @@ class MlifPlatform:
             "repeat": max(1, int(self.config["mlif.repeat"])),
             "print_outputs": print_outputs,
         }
+
+
+_OVERFLOW = re.compile(r"region `(\w+)' overflowed by (\d+) bytes")
+
+
+def _memory_overflow(err: ToolError, profile: TargetProfile) -> StageError | None:
+    """The linker's 'region overflowed' as a sentence with the sizes the user can act on."""
+    found = _OVERFLOW.findall(err.tail + str(err))
+    if not found:
+        return None
+    parts = []
+    for region, excess in dict(found).items():
+        key = region.lower()
+        origin, length = profile.memory.get(f"{key}_origin"), profile.memory.get(f"{key}_length")
+        where = f" ({length} bytes at {origin:#x})" if origin is not None and length is not None else ""
+        parts.append(f"{region} overflowed by {excess} bytes{where}")
+    return StageError(f"the firmware does not fit {profile.family}: " + "; ".join(parts))

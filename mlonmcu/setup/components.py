@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from mlonmcu.config import Option
+from mlonmcu.data import templates_dir
 from mlonmcu.errors import SetupError
+from mlonmcu.hashing import file_hash
 from mlonmcu.process import run
 from mlonmcu.registry import COMPONENTS
 from mlonmcu.setup.component import AptComponent, Component, PythonComponent, first_line
@@ -62,9 +64,25 @@ class RiscvGccComponent(AptComponent):
 @COMPONENTS.register
 class QemuComponent(AptComponent):
     name = "qemu"
-    help = "QEMU system emulators (riscv32 virt)"
-    packages = ("qemu-system-misc",)
+    help = "QEMU system emulators (riscv32 virt, Arm MPS2/MPS3 boards)"
+    packages = ("qemu-system-misc", "qemu-system-arm")
     executable = "qemu-system-riscv32"
+
+
+@COMPONENTS.register
+class ArmGccComponent(AptComponent):
+    name = "arm_gcc"
+    help = "Arm bare-metal GCC with newlib (nano) and libstdc++ (Debian)"
+    packages = ("gcc-arm-none-eabi", "libnewlib-arm-none-eabi", "libstdc++-arm-none-eabi-newlib")
+    executable = "arm-none-eabi-gcc"
+
+
+@COMPONENTS.register
+class GdbComponent(AptComponent):
+    name = "gdb"
+    help = "GDB for all architectures: loads and runs firmware on a board through a GDB server"
+    packages = ("gdb-multiarch",)
+    executable = "gdb-multiarch"
 
 
 @COMPONENTS.register
@@ -73,6 +91,43 @@ class DtcComponent(AptComponent):
     help = "Device-tree compiler, which spike runs at start-up"
     packages = ("device-tree-compiler",)
     executable = "dtc"
+
+
+@COMPONENTS.register
+class QemuPluginComponent(Component):
+    """Exact instruction counts on QEMU's Cortex-M boards (which model no cycle counter)."""
+
+    name = "qemu_plugin"
+    help = "mlonmcu's instruction-count plugin for QEMU (built here with the host compiler)"
+    library = "libmlonmcu_insn.so"
+
+    @property
+    def directory(self) -> Path:
+        return self.deps_dir / "qemu_plugin"
+
+    def source(self) -> Path:
+        return templates_dir() / "qemu_plugin" / "mlonmcu_insn.c"
+
+    def locate(self) -> Installed | None:
+        built = self.directory / self.library
+        stamp = self.directory / "SOURCE_SHA256"
+        if not built.is_file() or not stamp.is_file() or stamp.read_text().strip() != file_hash(self.source()):
+            return None
+        return Installed(self.name, f"plugin-api-1 {file_hash(self.source())[:12]}", str(built))
+
+    def install(self, log: Path) -> None:
+        compiler = shutil.which("gcc") or shutil.which("cc")
+        if compiler is None:
+            raise SetupError("qemu_plugin: no host C compiler; run `mlonmcu setup host_gcc` first")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        partial = self.directory / f"{self.library}.partial"
+        run(
+            [compiler, "-shared", "-fPIC", "-O2", "-Wall", "-o", partial, self.source()],
+            log=log,
+            what="building the QEMU plugin",
+        )
+        partial.replace(self.directory / self.library)
+        (self.directory / "SOURCE_SHA256").write_text(file_hash(self.source()) + "\n")
 
 
 @COMPONENTS.register

@@ -24,6 +24,7 @@ class TargetProfile:
     compile_flags: tuple[str, ...] = ()
     link_flags: tuple[str, ...] = ()
     toolchain_vars: dict[str, str] = field(default_factory=dict)  # values for the toolchain file
+    template_values: dict[str, Any] = field(default_factory=dict)  # extra values for the support templates
     memory: dict[str, Any] = field(default_factory=dict)
     counter: str = "minstret"
 

@@ -5,9 +5,14 @@
 #include <stdint.h>
 
 #include "mlonmcu_target_config.h" /* MLONMCU_HAS_CYCLES, MLONMCU_HAS_INSTRUCTIONS, MLONMCU_HAS_TIME_NS,
-                                      MLONMCU_HAS_STACK_USAGE */
+                                      MLONMCU_HAS_STACK_USAGE,
+                                      MLONMCU_INSTRUCTIONS_FROM_MARKS: mlonmcu_instructions()
+                                      returns the index of a mark an external counter records */
 
 void mlonmcu_target_init(void);
+void mlonmcu_exit(int code) __attribute__((noreturn));
+/* Whether mlonmcu_cycles() counts on this chip (probed at run time, e.g. DWT->CYCCNT). */
+int mlonmcu_cycles_available(void);
 void mlonmcu_putc(char c);
 void mlonmcu_flush(void);
 uint64_t mlonmcu_cycles(void);

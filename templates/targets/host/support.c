@@ -1,6 +1,7 @@
 /* Host support: stdout for output, CLOCK_MONOTONIC for wall-clock time (no cycle counter). */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "mlonmcu_target.h"
@@ -11,6 +12,13 @@ void mlonmcu_target_init(void) { setvbuf(stdout, NULL, _IOLBF, 0); }
 void mlonmcu_putc(char c) { putchar(c); }
 
 void mlonmcu_flush(void) { fflush(stdout); }
+
+int mlonmcu_cycles_available(void) { return 0; }
+
+void mlonmcu_exit(int code) {
+  fflush(stdout);
+  exit(code);
+}
 
 uint64_t mlonmcu_cycles(void) { return 0; }
 

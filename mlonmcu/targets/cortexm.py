@@ -1,0 +1,88 @@
+"""What Arm Cortex-M targets share: cores, compiler flags, the firmware layout, semihosting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlonmcu.config import Option
+from mlonmcu.targets.target import Target, TargetProfile
+
+# -mcpu/-mfpu/-mfloat-abi per core; the FPU (where there is one) is used for float models
+CORES: dict[str, tuple[str, ...]] = {
+    "cortex-m0": ("-mcpu=cortex-m0", "-mfloat-abi=soft"),
+    "cortex-m0plus": ("-mcpu=cortex-m0plus", "-mfloat-abi=soft"),
+    "cortex-m3": ("-mcpu=cortex-m3", "-mfloat-abi=soft"),
+    "cortex-m4": ("-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"),
+    "cortex-m7": ("-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-d16"),
+    "cortex-m33": ("-mcpu=cortex-m33", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"),
+    "cortex-m55": ("-mcpu=cortex-m55", "-mfloat-abi=hard"),
+}
+HAS_DWT_CYCLES = {"cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55"}
+
+
+@dataclass(frozen=True)
+class MemoryMap:
+    """Where code and data go: ROM (flash or code RAM), RAM, and optionally a region for samples."""
+
+    rom_origin: int
+    rom_length: int
+    ram_origin: int
+    ram_length: int
+    samples_origin: int | None = None
+    samples_length: int = 0
+
+    def to_dict(self, stack_size: int) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "rom_origin": self.rom_origin,
+            "rom_length": self.rom_length,
+            "ram_origin": self.ram_origin,
+            "ram_length": self.ram_length,
+            "stack_size": stack_size,
+        }
+        if self.samples_origin is not None:
+            values.update(samples_origin=self.samples_origin, samples_length=self.samples_length)
+        return values
+
+
+def stack_option(default: int = 16 * 1024) -> Option:
+    return Option("stack_size", "int", default, "bytes reserved for the stack (RAM stack)")
+
+
+class CortexMTarget(Target):
+    """Base of Cortex-M targets: subclasses pick the core, the memory map and how to run."""
+
+    requires: tuple[str, ...] = ("arm_gcc",)
+
+    def core(self) -> str:
+        raise NotImplementedError
+
+    def memory_map(self) -> MemoryMap:
+        raise NotImplementedError
+
+    def counters(self) -> dict[str, bool]:
+        """Which counters the firmware reads: `cycles` (DWT, probed) and/or `marks` (QEMU plugin)."""
+        return {"cycles": self.core() in HAS_DWT_CYCLES, "marks": False}
+
+    def counter_name(self) -> str:
+        return "dwt"
+
+    def profile(self) -> TargetProfile:
+        gcc = Path(self.tool("arm_gcc"))
+        flags = (*CORES[self.core()], "-mthumb")
+        return TargetProfile(
+            family=f"{self.core()}-{self.memory_family()}",
+            toolchain="arm_gcc",
+            toolchain_file="arm_gcc.cmake.j2",
+            support="cortexm",
+            compile_flags=flags,
+            link_flags=(*flags, "--specs=nano.specs", "-nostartfiles"),
+            memory=self.memory_map().to_dict(int(self.opt("stack_size"))),
+            toolchain_vars={"prefix": str(gcc.parent / gcc.name.removesuffix("gcc"))},
+            template_values={"counters": self.counters()},
+            counter=self.counter_name(),
+        )
+
+    def memory_family(self) -> str:
+        return self.name

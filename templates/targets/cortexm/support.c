@@ -1,0 +1,149 @@
+/*
+ * Cortex-M support: output and exit through semihosting (a debugger's or QEMU's), the
+ * instruction-count marks read by mlonmcu's QEMU plugin, the DWT cycle counter where the core
+ * has one, and fault reports.
+ */
+#include <stdint.h>
+
+#include "mlonmcu_target.h"
+
+#define SYS_WRITE0 0x04u
+#define SYS_EXIT 0x18u
+#define SYS_EXIT_EXTENDED 0x20u
+#define ADP_STOPPED_APPLICATION_EXIT 0x20026u
+#define ADP_STOPPED_RUNTIME_ERROR_UNKNOWN 0x20023u
+
+static int semihost(uint32_t operation, const void *argument) {
+  register uint32_t r0 __asm__("r0") = operation;
+  register const void *r1 __asm__("r1") = argument;
+  __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
+  return (int)r0;
+}
+
+/* Output goes out a line at a time: one semihosting call per line, not per character. */
+static char line[128];
+static uint32_t used;
+
+void mlonmcu_flush(void) {
+  if (used) {
+    line[used] = '\0';
+    semihost(SYS_WRITE0, line);
+    used = 0;
+  }
+}
+
+void mlonmcu_putc(char c) {
+  line[used++] = c;
+  if (c == '\n' || used == sizeof(line) - 1) {
+    mlonmcu_flush();
+  }
+}
+
+/* ---- counters ------------------------------------------------------------------------ */
+
+#define DEMCR (*(volatile uint32_t *)0xE000EDFCu)
+#define DWT_CTRL (*(volatile uint32_t *)0xE0001000u)
+#define DWT_CYCCNT (*(volatile uint32_t *)0xE0001004u)
+#define DWT_LAR (*(volatile uint32_t *)0xE0001FB0u)
+
+static int have_cycles;
+static uint32_t cycles_high, cycles_last;
+
+void mlonmcu_target_init(void) {
+#if MLONMCU_HAS_CYCLES
+  /* DWT->CYCCNT exists on M3/M4/M7/M33/M55 silicon but not in QEMU: probe, don't assume. */
+  DEMCR |= 1u << 24; /* TRCENA */
+  DWT_LAR = 0xC5ACCE55u;
+  if ((DWT_CTRL & (1u << 25)) == 0) { /* NOCYCCNT clear */
+    DWT_CYCCNT = 0;
+    DWT_CTRL |= 1u;
+    uint32_t first = DWT_CYCCNT;
+    for (volatile int i = 0; i < 8; i++) {
+    }
+    have_cycles = DWT_CYCCNT != first;
+  }
+#endif
+}
+
+int mlonmcu_cycles_available(void) { return have_cycles; }
+
+uint64_t mlonmcu_cycles(void) {
+  uint32_t now = DWT_CYCCNT; /* 32-bit: extended by noticing wrap-arounds between reads */
+  if (now < cycles_last) {
+    cycles_high++;
+  }
+  cycles_last = now;
+  return ((uint64_t)cycles_high << 32) | now;
+}
+
+/* QEMU plugin marks: the plugin records its instruction count whenever this function starts. */
+static volatile uint32_t marks;
+
+__attribute__((noinline, used)) uint32_t mlonmcu_mark(void) {
+  __asm__ volatile("" ::: "memory");
+  return marks++;
+}
+
+uint64_t mlonmcu_instructions(void) { return mlonmcu_mark(); }
+
+uint64_t mlonmcu_time_ns(void) { return 0; }
+
+/* ---- stack, exit, faults --------------------------------------------------------------- */
+
+extern uint32_t __stack_bottom[], __stack_top[];
+#define STACK_PAINT 0x6d6c6f6eu
+
+void mlonmcu_paint_stack(void) {
+  uint32_t *sp;
+  __asm__ volatile("mov %0, sp" : "=r"(sp));
+  for (uint32_t *p = __stack_bottom; p < sp - 16; p++) {
+    *p = STACK_PAINT;
+  }
+}
+
+uint32_t mlonmcu_stack_used(void) {
+  uint32_t *p = __stack_bottom;
+  while (p < __stack_top && *p == STACK_PAINT) {
+    p++;
+  }
+  return (uint32_t)((uintptr_t)__stack_top - (uintptr_t)p);
+}
+
+__attribute__((noinline, noreturn, used)) void mlonmcu_exit(int code) {
+  mlonmcu_flush();
+  /* A debugger stops here (the board target sets a breakpoint on this symbol). */
+  uint32_t block[2] = {ADP_STOPPED_APPLICATION_EXIT, (uint32_t)code};
+  semihost(SYS_EXIT_EXTENDED, block);
+  semihost(SYS_EXIT, (const void *)(uintptr_t)(code == 0 ? ADP_STOPPED_APPLICATION_EXIT
+                                                         : ADP_STOPPED_RUNTIME_ERROR_UNKNOWN));
+  for (;;) {
+  }
+}
+
+static void put_hex(const char *name, uint32_t value) {
+  static const char digits[] = "0123456789abcdef";
+  for (const char *s = name; *s; s++) {
+    mlonmcu_putc(*s);
+  }
+  mlonmcu_putc('0');
+  mlonmcu_putc('x');
+  for (int i = 28; i >= 0; i -= 4) {
+    mlonmcu_putc(digits[(value >> i) & 0xfu]);
+  }
+}
+
+#define SCB_CFSR (*(volatile uint32_t *)0xE000ED28u)
+#define SCB_HFSR (*(volatile uint32_t *)0xE000ED2Cu)
+
+__attribute__((used)) void mlonmcu_fault(uint32_t *frame, uint32_t exc_return) {
+  (void)exc_return;
+  mlonmcu_putc('\n');
+  put_hex("MLONMCU TRAP hfsr=", SCB_HFSR);
+  put_hex(" cfsr=", SCB_CFSR);
+  if (frame) {
+    put_hex(" pc=", frame[6]);
+    put_hex(" lr=", frame[5]);
+  }
+  mlonmcu_putc('\n');
+  mlonmcu_exit(100);
+}
