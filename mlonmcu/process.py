@@ -13,6 +13,7 @@ from pathlib import Path
 from mlonmcu.errors import RunTimeout, ToolError
 
 TAIL_LINES = 12
+INTERRUPT_GRACE = 10.0  # seconds an interrupted process gets to wind down
 
 
 @dataclass
@@ -34,10 +35,13 @@ def run(
     timeout: float | None = None,
     check: bool = True,
     what: str = "",
+    interrupt: bool = False,
 ) -> Completed:
     """Run a command, append stdout+stderr to `log`, raise ToolError/RunTimeout with its tail.
 
     The process gets its own process group so a timeout kills simulators and their children.
+    With `interrupt`, a timeout first sends SIGINT (GDB then halts the target and finishes its
+    script) and kills only if that does not end the process.
     """
     argv = [str(a) for a in args]
     what = what or Path(argv[0]).name
@@ -59,8 +63,15 @@ def run(
         raw, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc)
-        raw, _ = proc.communicate()
+        raw = b""
+        if interrupt:
+            proc.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                raw, _ = proc.communicate(timeout=INTERRUPT_GRACE)
+        if proc.poll() is None:
+            _kill_group(proc)
+            rest, _ = proc.communicate()
+            raw += rest
     output = raw.decode("utf-8", errors="replace")
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ _BUILTIN_MODULES = (
     "mlonmcu.targets.spike",
     "mlonmcu.targets.qemu",
     "mlonmcu.targets.qemu_arm",
+    "mlonmcu.targets.board",
     "mlonmcu.features.validate",
     "mlonmcu.features.profile",
     "mlonmcu.setup.components",

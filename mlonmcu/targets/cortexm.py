@@ -68,6 +68,10 @@ class CortexMTarget(Target):
     def counter_name(self) -> str:
         return "dwt"
 
+    def uart(self) -> int | None:
+        """Base address of a CMSDK UART for the output (None: semihosting)."""
+        return None
+
     def profile(self) -> TargetProfile:
         gcc = Path(self.tool("arm_gcc"))
         flags = (*CORES[self.core()], "-mthumb")
@@ -80,7 +84,7 @@ class CortexMTarget(Target):
             link_flags=(*flags, "--specs=nano.specs", "-nostartfiles"),
             memory=self.memory_map().to_dict(int(self.opt("stack_size"))),
             toolchain_vars={"prefix": str(gcc.parent / gcc.name.removesuffix("gcc"))},
-            template_values={"counters": self.counters()},
+            template_values={"counters": self.counters(), "uart": self.uart()},
             counter=self.counter_name(),
         )
 

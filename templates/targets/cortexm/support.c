@@ -20,9 +20,31 @@ static int semihost(uint32_t operation, const void *argument) {
   return (int)r0;
 }
 
+#ifdef MLONMCU_UART_CMSDK_BASE
+/* CMSDK APB UART (MPS2/MPS3 boards and their QEMU models): DATA, STATE (bit 0: TX full), CTRL. */
+#define UART_DATA (*(volatile uint32_t *)(MLONMCU_UART_CMSDK_BASE + 0x0u))
+#define UART_STATE (*(volatile uint32_t *)(MLONMCU_UART_CMSDK_BASE + 0x4u))
+#define UART_CTRL (*(volatile uint32_t *)(MLONMCU_UART_CMSDK_BASE + 0x8u))
+#define UART_BAUDDIV (*(volatile uint32_t *)(MLONMCU_UART_CMSDK_BASE + 0x10u))
+
+static void uart_init(void) {
+  UART_BAUDDIV = 16u;
+  UART_CTRL = 1u; /* TX enable */
+}
+
+void mlonmcu_putc(char c) {
+  while (UART_STATE & 1u) {
+  }
+  UART_DATA = (uint32_t)(uint8_t)c;
+}
+
+void mlonmcu_flush(void) {}
+#else
 /* Output goes out a line at a time: one semihosting call per line, not per character. */
 static char line[128];
 static uint32_t used;
+
+static void uart_init(void) {}
 
 void mlonmcu_flush(void) {
   if (used) {
@@ -38,6 +60,7 @@ void mlonmcu_putc(char c) {
     mlonmcu_flush();
   }
 }
+#endif
 
 /* ---- counters ------------------------------------------------------------------------ */
 
@@ -50,6 +73,7 @@ static int have_cycles;
 static uint32_t cycles_high, cycles_last;
 
 void mlonmcu_target_init(void) {
+  uart_init();
 #if MLONMCU_HAS_CYCLES
   /* DWT->CYCCNT exists on M3/M4/M7/M33/M55 silicon but not in QEMU: probe, don't assume. */
   DEMCR |= 1u << 24; /* TRCENA */

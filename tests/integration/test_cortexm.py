@@ -1,0 +1,267 @@
+"""Cortex-M: QEMU MPS2/MPS3 boards with plugin instruction counts, and the GDB `board` target."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+from helpers import shared_model
+
+from mlonmcu.backends.backend import Backend
+from mlonmcu.registry import BACKENDS
+
+pytestmark = pytest.mark.integration
+
+BOARDS = ["mps2_an385", "mps2_an386", "mps2_an500", "mps2_an505", "mps3_an547"]
+
+LOOP_MODEL = """
+#include "mlonmcu_model.h"
+static unsigned char input[{insize}];
+static unsigned char output[{outsize}];
+int mlonmcu_model_init(void) {{ return 0; }}
+int mlonmcu_model_run(void) {{
+  unsigned int n = {iterations};
+  __asm__ volatile("1: subs %0, %0, #1\\n bne 1b" : "+r"(n) : : "cc");
+  return 0;
+}}
+size_t mlonmcu_model_num_inputs(void) {{ return 1; }}
+size_t mlonmcu_model_num_outputs(void) {{ return 1; }}
+void *mlonmcu_model_input_ptr(size_t i) {{ (void)i; return input; }}
+size_t mlonmcu_model_input_size(size_t i) {{ (void)i; return sizeof(input); }}
+const void *mlonmcu_model_output_ptr(size_t i) {{ (void)i; return output; }}
+size_t mlonmcu_model_output_size(size_t i) {{ (void)i; return sizeof(output); }}
+size_t mlonmcu_model_arena_size(void) {{ return 0; }}
+"""
+
+
+class LoopBackend(Backend):
+    """Test firmware whose inference is a counted Thumb loop: 2 instructions per iteration."""
+
+    framework = "test"
+    help = "test only"
+    iterations = 0
+
+    def build(self, model_path: Path, info: Any, out: Path, log: Path) -> dict[str, Any]:
+        (out / "model.c").write_text(
+            LOOP_MODEL.format(insize=info.inputs[0].nbytes, outsize=info.outputs[0].nbytes, iterations=self.iterations)
+        )
+        return {"sources": ["model.c"], "arena_size": 0}
+
+
+@BACKENDS.register
+class Loop1000Backend(LoopBackend):
+    name = "loop1000"
+    iterations = 1000
+
+
+@BACKENDS.register
+class Loop3000Backend(LoopBackend):
+    name = "loop3000"
+    iterations = 3000
+
+
+def home_with(base: Path, tmp_path: Path, **changes: Any) -> Path:
+    env = yaml.safe_load((base / "environment.yml").read_text())
+    env.update(changes)
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    (home / "environment.yml").write_text(yaml.safe_dump(env))
+    return home
+
+
+def latest(home: Path) -> pd.DataFrame:
+    return pd.read_csv(home / "sessions" / "latest" / "report.csv")
+
+
+def test_bundled_model_on_all_qemu_boards(integration_home, mlonmcu):
+    args = ["flow", "run", "kws_dscnn", "-b", "tvmaot", "-f", "validate", "-H", integration_home]
+    for board in BOARDS:
+        args += ["-t", board]
+    code, output = mlonmcu(*args)
+    frame = latest(integration_home)
+    assert code == 0, output
+    assert set(frame.Target) == set(BOARDS)
+    assert (frame.Validation == "pass").all() and (frame["Max Abs Error"] == 0).all()
+    assert (frame.Counter == "qemu-plugin").all()
+    assert (frame["Run Instructions"] > 1_000_000).all() and frame["Run Cycles"].isna().all()
+    assert (frame["Total ROM"] > 10_000).all() and (frame["Total RAM"] > frame["Arena Size"]).all()
+
+
+def test_instruction_counts_are_exact(integration_home, mlonmcu, tmp_path):
+    home = home_with(integration_home, tmp_path, backends=["loop1000", "loop3000"])
+    for _ in range(2):
+        code, output = mlonmcu(
+            "flow",
+            "run",
+            "kws_dscnn",
+            "-b",
+            "loop1000",
+            "-b",
+            "loop3000",
+            "-t",
+            "mps2_an385",
+            "-t",
+            "mps3_an547",
+            "--no-cache",
+            "-H",
+            home,
+        )
+        assert code == 0, output
+    sessions = [pd.read_csv(home / "sessions" / str(i) / "report.csv") for i in (0, 1)]
+    first, second = (s.set_index(["Backend", "Target"])["Run Instructions"] for s in sessions)
+    assert first.equals(second)  # deterministic: two runs, identical counts
+    for target in ("mps2_an385", "mps3_an547"):
+        # the loop is `subs; bne` per iteration: 2000 more iterations are exactly 4000 more instructions
+        assert first[("loop3000", target)] - first[("loop1000", target)] == 4000
+
+
+def test_firmware_too_large_fails_at_compile_with_sizes(integration_home, mlonmcu):
+    code, _ = mlonmcu(
+        "flow",
+        "compile",
+        "cnn_small_fp32",
+        "-b",
+        "tvmaot",
+        "-t",
+        "board",
+        "-c",
+        "board.core=cortex-m4",
+        "-c",
+        "board.memory=rom=0x08000000:16K,ram=0x20000000:64K",
+        "-H",
+        integration_home,
+    )
+    reason = latest(integration_home).iloc[0]["Reason"]
+    assert code == 1 and "does not fit" in reason and "ROM overflowed by" in reason and "16384 bytes" in reason
+
+
+def test_unknown_core_is_a_usage_error(integration_home, mlonmcu):
+    code, output = mlonmcu(
+        "flow", "run", "kws_dscnn", "-t", "board", "-c", "board.core=cortex-m99", "-H", integration_home
+    )
+    assert code == 2 and "cortex-m4" in output
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        return sock.getsockname()[1]
+
+
+def qemu_as_board(port: int, serial_port: int | None = None) -> str:
+    """The command that makes QEMU play a real board: halted at start, a gdbstub, semihosting via GDB."""
+    serial = f"tcp::{serial_port},server=on,wait=off" if serial_port else "none"
+    return (
+        f"qemu-system-arm -machine mps2-an385 -nographic -monitor none -serial {serial} "
+        f"-semihosting-config enable=on,target=gdb -S -gdb tcp::{port}"
+    )
+
+
+@pytest.mark.parametrize("output", ["semihosting", "serial"])
+def test_board_end_to_end_against_qemu_gdbstub(integration_home, mlonmcu, output):
+    port = free_port()
+    config = ["-c", f"board.gdb_server={qemu_as_board(port)}", "-c", f"board.port={port}"]
+    if output == "serial":
+        serial_port = free_port()
+        config = [
+            "-c",
+            f"board.gdb_server={qemu_as_board(port, serial_port)}",
+            "-c",
+            f"board.port={port}",
+            "-c",
+            "board.uart=0x40004000",
+            "-c",
+            f"board.serial=socket://localhost:{serial_port}",
+        ]
+    code, text = mlonmcu(
+        "flow",
+        "run",
+        "kws_dscnn",
+        "-b",
+        "tvmaot",
+        "-t",
+        "board",
+        "-c",
+        "board.core=cortex-m3",
+        "-c",
+        "board.memory=mps2",
+        *config,
+        "-f",
+        "validate",
+        "-H",
+        integration_home,
+    )
+    row = latest(integration_home).iloc[0]
+    assert code == 0, text
+    assert row["Validation"] == "pass" and row["Max Abs Error"] == 0
+    # QEMU models no DWT cycle counter: the firmware finds none and no figure is invented
+    assert row["Counter"] == "none" and pd.isna(row["Run Cycles"]) and pd.isna(row["Run Instructions"])
+
+
+def test_board_without_gdb_server_fails_fast(integration_home, mlonmcu):
+    port = free_port()
+    code, _ = mlonmcu(
+        "flow",
+        "run",
+        "kws_dscnn",
+        "-b",
+        "tvmaot",
+        "-t",
+        "board",
+        "-c",
+        f"board.gdb_server=localhost:{port}",
+        "-c",
+        "board.core=cortex-m3",
+        "-c",
+        "board.memory=mps2",
+        "-H",
+        integration_home,
+    )
+    reason = latest(integration_home).iloc[0]["Reason"]
+    assert code == 1 and f"no GDB server answering at localhost:{port}" in reason
+
+
+def test_board_timeout_leaves_it_halted(integration_home, mlonmcu, tmp_path):
+    from test_crash import HangingBackend  # noqa: F401 - registers the `hanging` backend
+
+    home = home_with(integration_home, tmp_path, backends=["hanging"])
+    port = free_port()
+    code, _ = mlonmcu(
+        "flow",
+        "run",
+        "kws_dscnn",
+        "-b",
+        "hanging",
+        "-t",
+        "board",
+        "-c",
+        "board.core=cortex-m3",
+        "-c",
+        "board.memory=mps2",
+        "-c",
+        f"board.gdb_server={qemu_as_board(port)}",
+        "-c",
+        f"board.port={port}",
+        "-c",
+        "board.timeout=5",
+        "-H",
+        home,
+    )
+    reason = latest(home).iloc[0]["Reason"]
+    assert code == 1 and reason.startswith("timeout") and "halted" in reason
+
+
+@pytest.mark.slow
+def test_mlperf_tiny_on_all_qemu_boards(integration_home, mlonmcu):
+    models = [str(shared_model(m)) for m in ("aww", "resnet", "toycar")]
+    args = ["flow", "run", *models, "-b", "tvmaot", "-f", "validate", "--parallel", "2", "-H", integration_home]
+    for board in BOARDS:
+        args += ["-t", board]
+    code, output = mlonmcu(*args)
+    frame = latest(integration_home)
+    assert code == 0, output
+    assert len(frame) == 15 and (frame["Max Abs Error"] == 0).all()
