@@ -89,6 +89,8 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
                 scopes = {name: tuple(cls.options) for name, cls in plugins.items()}
                 needed = [c for cls in plugins.values() for c in cls.requires]
                 found, missing = installer.check(env, needed)
+                optional = [c for cls in plugins.values() for c in getattr(cls, "optional", ())]
+                found.update(installer.check(env, optional)[0])  # used when present, e.g. the QEMU plugin
                 for combo in cfg.expand_matrix(request.config):
                     user = {k: v for k, v in combo.items() if k.split(".", 1)[0] in scopes}
                     identity = repr((model.path, backend, target, sorted(user.items())))

@@ -214,6 +214,7 @@ def run(ctx: RunContext) -> dict[str, Any]:
         completed = target.execute(elf, ctx.log(Stage.RUN))
         (out / RUN_OUTPUT).write_text(completed.output)
         parsed = harness.parse(completed.output)
+        target.adjust(parsed)
         failure = _failure(parsed, completed.returncode)
         if failure:
             raise StageError(failure)

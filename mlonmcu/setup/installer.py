@@ -38,6 +38,17 @@ def requirements(kind: str, name: str) -> tuple[str, ...]:
     return tuple(reg.get(name).requires)
 
 
+def optional_components(kind: str, name: str) -> tuple[str, ...]:
+    reg = {
+        "backends": registry.BACKENDS,
+        "platforms": registry.PLATFORMS,
+        "targets": registry.TARGETS,
+        "features": registry.FEATURES,
+        "frontends": registry.FRONTENDS,
+    }[kind]
+    return tuple(getattr(reg.get(name), "optional", ()))
+
+
 def needed_by(env: Environment) -> dict[str, list[str]]:
     """Component → the enabled plugins that need it."""
     users: dict[str, list[str]] = {}
@@ -46,6 +57,8 @@ def needed_by(env: Environment) -> dict[str, list[str]]:
         for name in names:
             for comp in requirements(kind, name):
                 users.setdefault(comp, []).append(name)
+            for comp in optional_components(kind, name):
+                users.setdefault(comp, []).append(f"{name} (optional)")
     return users
 
 

@@ -63,7 +63,7 @@ class CortexMTarget(Target):
 
     def counters(self) -> dict[str, bool]:
         """Which counters the firmware reads: `cycles` (DWT, probed) and/or `marks` (QEMU plugin)."""
-        return {"cycles": self.core() in HAS_DWT_CYCLES, "marks": False}
+        return {"cycles": self.core() in HAS_DWT_CYCLES, "marks": False, "systick": False}
 
     def counter_name(self) -> str:
         return "dwt"

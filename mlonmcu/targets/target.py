@@ -41,6 +41,7 @@ class Target:
     help: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
     requires: ClassVar[tuple[str, ...]] = ()
+    optional: ClassVar[tuple[str, ...]] = ()  # components used when installed
     deterministic: ClassVar[bool] = True  # may RUN results be cached?
 
     def __init__(self, config: dict[str, Any], components: dict[str, dict[str, str]]):
@@ -59,6 +60,9 @@ class Target:
     def run_settings(self) -> dict[str, Any]:
         """What besides the ELF determines the output (part of the RUN key)."""
         return {k: v for k, v in self.config.items() if k.startswith(f"{self.name}.")}
+
+    def adjust(self, result: Any) -> None:
+        """Turn raw counter readings into report figures where the target needs to (see systick)."""
 
     def execute(self, elf: Path, log: Path) -> str:
         """Run the firmware, return its output; raise RunTimeout/ToolError on failure."""

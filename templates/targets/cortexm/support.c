@@ -70,11 +70,45 @@ void mlonmcu_putc(char c) {
 #define DWT_LAR (*(volatile uint32_t *)0xE0001FB0u)
 
 static int have_cycles;
+
+#if MLONMCU_SYSTICK_CYCLES
+#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
+#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
+#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
+#define SYSTICK_RELOAD 0x00FFFFFFu
+static volatile uint32_t systick_wraps;
+
+void SysTick_Handler(void) { systick_wraps++; }
+
+uint64_t mlonmcu_cycles(void) {
+  uint32_t wraps, value;
+  do { /* a consistent pair: the counter may wrap between the two reads */
+    wraps = systick_wraps;
+    value = SYST_CVR;
+  } while (wraps != systick_wraps);
+  return (uint64_t)wraps * (SYSTICK_RELOAD + 1u) + (SYSTICK_RELOAD - value);
+}
+#else
 static uint32_t cycles_high, cycles_last;
+
+uint64_t mlonmcu_cycles(void) {
+  uint32_t now = DWT_CYCCNT; /* 32-bit: extended by noticing wrap-arounds between reads */
+  if (now < cycles_last) {
+    cycles_high++;
+  }
+  cycles_last = now;
+  return ((uint64_t)cycles_high << 32) | now;
+}
+#endif
 
 void mlonmcu_target_init(void) {
   uart_init();
-#if MLONMCU_HAS_CYCLES
+#if MLONMCU_SYSTICK_CYCLES
+  SYST_RVR = SYSTICK_RELOAD;
+  SYST_CVR = 0;
+  SYST_CSR = 0x7u; /* processor clock, interrupt on wrap, enable */
+  have_cycles = 1;
+#elif MLONMCU_HAS_CYCLES
   /* DWT->CYCCNT exists on M3/M4/M7/M33/M55 silicon but not in QEMU: probe, don't assume. */
   DEMCR |= 1u << 24; /* TRCENA */
   DWT_LAR = 0xC5ACCE55u;
@@ -90,15 +124,6 @@ void mlonmcu_target_init(void) {
 }
 
 int mlonmcu_cycles_available(void) { return have_cycles; }
-
-uint64_t mlonmcu_cycles(void) {
-  uint32_t now = DWT_CYCCNT; /* 32-bit: extended by noticing wrap-arounds between reads */
-  if (now < cycles_last) {
-    cycles_high++;
-  }
-  cycles_last = now;
-  return ((uint64_t)cycles_high << 32) | now;
-}
 
 /* QEMU plugin marks: the plugin records its instruction count whenever this function starts. */
 static volatile uint32_t marks;
