@@ -87,9 +87,17 @@ def run(
     return Completed(proc.returncode, output)
 
 
+DIAGNOSTICS = ("error:", "undefined reference", "multiple definition", "overflowed by", "fatal")
+SUMMARIES = ("collect2", "make", "gmake", "ninja")  # "failed because of the above" lines
+
+
 def _last_line(output: str) -> str:
+    """The line that says what went wrong: the first compiler/linker diagnostic, else the last line."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
-    errors = [line for line in lines if "error" in line.lower()]
+    diagnostics = [
+        line for line in lines if any(d in line.lower() for d in DIAGNOSTICS) and not line.lower().startswith(SUMMARIES)
+    ]
+    errors = diagnostics or [line for line in lines if "error" in line.lower()]
     return (errors[0] if errors else lines[-1] if lines else "no output")[:300]
 
 

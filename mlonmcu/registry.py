@@ -14,6 +14,7 @@ T = TypeVar("T")
 _BUILTIN_MODULES = (
     "mlonmcu.models.frontend",
     "mlonmcu.backends.tvm.backend",
+    "mlonmcu.backends.tflm.backend",
     "mlonmcu.platforms.mlif",
     "mlonmcu.targets.host",
     "mlonmcu.targets.spike",

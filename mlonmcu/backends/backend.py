@@ -19,8 +19,12 @@ class Backend:
     options: ClassVar[tuple[Option, ...]] = ()
     requires: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, config: dict[str, Any]):
+    def __init__(
+        self, config: dict[str, Any], components: dict[str, dict[str, str]] | None = None, cache_dir: Path | None = None
+    ):
         self.config = config
+        self.components = components or {}  # located components: version, location, ...
+        self.cache_dir = cache_dir or Path(".")  # HOME/cache: for data shared by all runs
 
     def opt(self, name: str) -> Any:
         return self.config[f"{self.name}.{name}"]

@@ -70,9 +70,22 @@ def init(home: str | None, template: str, force: bool, list_templates: bool) -> 
 @cli.command()
 @HOME_OPTION
 @click.option("--list", "list_only", is_flag=True, help="show components, who needs them and whether installed")
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    metavar="NAME=URL_OR_PATH[@REF]",
+    help="take a git component from elsewhere: a mirror, a fork, a local checkout (repeatable)",
+)
 @click.argument("components", nargs=-1)
-def setup(home: str | None, list_only: bool, components: tuple[str, ...]) -> None:
-    """Install components (default: everything the environment needs). Idempotent."""
+def setup(home: str | None, list_only: bool, sources: tuple[str, ...], components: tuple[str, ...]) -> None:
+    """Install components (default: everything the environment needs). Idempotent.
+
+    Git components (tflm, flatbuffers, gemmlowp) are cloned shallow from their official
+    repositories at pinned refs, or from what --source names; MLONMCU_<NAME>_SRC (e.g.
+    MLONMCU_TFLM_SRC=/srv/mirrors/tflite-micro) acts like --source for that component.
+    A local work tree given without @REF is used as it is (deps/NAME links to it).
+    """
     from mlonmcu.cli.output import console, print_frame
     from mlonmcu.environment import Environment
     from mlonmcu.setup import installer
@@ -94,7 +107,17 @@ def setup(home: str | None, list_only: bool, components: tuple[str, ...]) -> Non
         ]
         print_frame(pd.DataFrame(rows), title=f"components of {env.home}")
         return
-    done, failed = installer.install(env, components, report=lambda n, s: console.print(f"{n}: {s}", highlight=False))
+    pairs = {}
+    for item in sources:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise ConfigError(
+                f"bad --source '{item}': expected NAME=URL_OR_PATH[@REF], e.g. tflm=/srv/mirrors/tflite-micro"
+            )
+        pairs[name.strip()] = value.strip()
+    done, failed = installer.install(
+        env, components, report=lambda n, s: console.print(f"{n}: {s}", highlight=False), sources=pairs
+    )
     for name, reason in failed.items():
         click.echo(f"error: {name}: {reason}", err=True)
     click.echo(f"{len(done)} component(s) ready, {len(failed)} failed; recorded in {env.deps_dir / 'deps.yml'}")

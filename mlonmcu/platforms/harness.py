@@ -8,7 +8,7 @@ from typing import Any
 
 from mlonmcu.errors import StageError
 
-_LINE = re.compile(r"^MLONMCU (BEGIN|SETUP|RUN|OUTPUT|PROFILE|END|ERROR|TRAP|MARK)\b(.*)$")
+_LINE = re.compile(r"^MLONMCU (BEGIN|SETUP|RUN|OUTPUT|PROFILE|ARENA|END|ERROR|TRAP|MARK)\b(.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
 
 
@@ -19,6 +19,7 @@ class HarnessResult:
     profile: list[dict[str, int]] = field(default_factory=list)
     outputs: dict[int, dict[int, bytes]] = field(default_factory=dict)
     end: dict[str, int] | None = None
+    arena: dict[str, int] | None = None  # calibration firmware: the arena the model needs
     errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,6 +85,8 @@ def parse(text: str) -> HarnessResult:
                 result.runs.append(numbers)
             elif kind == "PROFILE":
                 result.profile.append(numbers)
+            elif kind == "ARENA":
+                result.arena = numbers
             else:
                 result.end = numbers
     if not began:

@@ -13,6 +13,7 @@ from mlonmcu.config import Option
 from mlonmcu.errors import StageError, ToolError
 from mlonmcu.models.samples import Sample
 from mlonmcu.platforms.elf import memory_usage
+from mlonmcu.platforms.libraries import build_library
 from mlonmcu.platforms.templates import c_byte_lines, install_directory, render
 from mlonmcu.process import run
 from mlonmcu.registry import PLATFORMS
@@ -47,11 +48,25 @@ class MlifPlatform:
         out: Path,
         work: Path,
         log: Path,
+        cache_root: Path,
+        toolchain_version: str,
     ) -> dict[str, Any]:
-        """Generate the CMake project in `out/project`, build it in `work`, keep ELF and map."""
+        """Generate the CMake project in `out/project`, build it in `work`, keep ELF and map.
+
+        Static libraries the backend asks for are built for the target first (or taken from the
+        cache, where an earlier run left them).
+        """
+        archives = [
+            str(build_library(spec, profile, toolchain_version, cache_root, log))
+            for spec in build.get("static_libraries", [])
+        ]
         project = out / "project"
         values = {"family": profile.family, "memory": profile.memory, **profile.template_values}
-        support = install_directory(f"targets/{profile.support}", project / "target", **values)
+        support = [
+            path
+            for directory in profile.support
+            for path in install_directory(f"targets/{directory}", project / "target", **values)
+        ]
         harness = install_directory("mlif", project / "mlif", **self._harness_values(samples, print_outputs))
         render(f"cmake/{profile.toolchain_file}", project / "toolchain.cmake", **profile.toolchain_vars)
 
@@ -65,7 +80,6 @@ class MlifPlatform:
             "-fdata-sections",
             *(["-g"] if self.config["mlif.debug"] else []),
             *build.get("compile_flags", []),
-            *(f"-D{k}={v}" for k, v in sorted(definitions.items())),
         ]
         link_flags = [
             *profile.link_flags,
@@ -87,8 +101,12 @@ class MlifPlatform:
                 *(str(sources / d) for d in build.get("include_dirs", ["."])),
             ],
             compile_flags=compile_flags,
+            c_flags=list(profile.c_flags),
+            cxx_flags=[*profile.cxx_flags, *build.get("cxx_flags", [])],
+            definitions=[*(f"{k}={v}" for k, v in sorted(definitions.items())), *build.get("definitions", [])],
+            link_language=profile.link_language if "CXX" in build.get("languages", []) else "",
             link_flags=link_flags,
-            libraries=[*build.get("libraries", []), "m"],
+            libraries=[*archives, *build.get("libraries", []), "m"],
         )
         build_dir = work / "cmake"
         run(

@@ -23,9 +23,9 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def render(name: str, dest: Path, **values: Any) -> Path:
+def render(template: str, dest: Path, **values: Any) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(_environment().get_template(name).render(**values), encoding="utf-8")
+    dest.write_text(_environment().get_template(template).render(**values), encoding="utf-8")
     return dest
 
 

@@ -115,6 +115,8 @@ def fill_row(ctx: RunContext, row: dict[str, Any]) -> None:
         row["Float Ops"] = results[Stage.BUILD].get("float_ops")
     if Stage.COMPILE in results:
         row.update(results[Stage.COMPILE]["memory"])
+        if results[Stage.COMPILE].get("arena_size"):  # measured on the target (e.g. tflmi)
+            row["Arena Size"] = results[Stage.COMPILE]["arena_size"]
     if Stage.RUN in results:
         h = results[Stage.RUN]["harness"]
         first = [r for r in h["runs"] if r.get("sample") == 0]

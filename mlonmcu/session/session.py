@@ -116,7 +116,9 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
                             until=request.until,
                             cache_dir=env.cache_dir,
                             use_cache=request.use_cache,
-                            components={n: {"version": i.version, "location": i.location} for n, i in found.items()},
+                            components={
+                                n: {"version": i.version, "location": i.location, **i.extras} for n, i in found.items()
+                            },
                             missing=installer.missing_message(missing) if missing else "",
                         )
                     )

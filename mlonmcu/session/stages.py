@@ -72,7 +72,7 @@ class RunContext:
             spec=spec,
             cache=StageCache(spec.cache_dir, spec.use_cache),
             model=model,
-            backend=registry.BACKENDS.get(spec.backend)(spec.config),
+            backend=registry.BACKENDS.get(spec.backend)(spec.config, spec.components, spec.cache_dir),
             target=registry.TARGETS.get(spec.target)(spec.config, spec.components),
             features=[registry.FEATURES.get(f)(spec.config) for f in spec.features],
             platform=registry.PLATFORMS.get(spec.platform)(spec.config),
@@ -86,7 +86,9 @@ class RunContext:
         return self.stage_dir(Stage.POSTPROCESS)
 
     def log(self, stage: Stage) -> Path:
-        return self.spec.run_dir / "logs" / f"{stage.name.lower()}.log"
+        path = self.spec.run_dir / "logs" / f"{stage.name.lower()}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
 
     def versions(self, plugin: Any) -> dict[str, str]:
         return {c: self.spec.components.get(c, {}).get("version", "?") for c in plugin.requires}
@@ -181,21 +183,64 @@ def compile_(ctx: RunContext) -> dict[str, Any]:
         "definitions": definitions,
     }
 
-    def compute(out: Path) -> dict[str, Any]:
-        work = ctx.spec.run_dir / "work" / "compile"
+    def firmware(out: Path, work: Path, defs: dict[str, str]) -> dict[str, Any]:
         return ctx.platform.compile(
             sources=ctx.stage_dir(Stage.BUILD),
             build=ctx.results[Stage.BUILD],
             profile=profile,
             samples=load_samples(samples_path),
             print_outputs=print_outputs,
-            definitions=definitions,
+            definitions=defs,
             out=out,
             work=work,
             log=ctx.log(Stage.COMPILE),
+            cache_root=ctx.spec.cache_dir,
+            toolchain_version=ctx.spec.components.get(profile.toolchain, {}).get("version", "?"),
         )
 
+    def compute(out: Path) -> dict[str, Any]:
+        work = ctx.spec.run_dir / "work" / "compile"
+        calibration = ctx.results[Stage.BUILD].get("arena_calibration")
+        if calibration is None:
+            return firmware(out, work, definitions)
+        requested = int(calibration.get("requested") or 0)
+        if requested and ctx.target.hardware:  # measuring would need the device during COMPILE
+            result = firmware(out, work, {**definitions, "MLONMCU_ARENA_SIZE": str(requested)})
+            return {**result, "arena_size": requested}
+        needed = _calibrate_arena(ctx, profile, firmware, definitions, work)
+        if requested and requested < needed:
+            raise StageError(
+                f"the arena of {requested} bytes is too small: {ctx.model.name} needs {needed} bytes on "
+                f"{ctx.target.name}; set {ctx.backend.name}.arena_size={needed} or leave it 0 (measured)"
+            )
+        size = requested or needed
+        result = firmware(out, work, {**definitions, "MLONMCU_ARENA_SIZE": str(size)})
+        return {**result, "arena_size": size, "arena_needed": needed}
+
     return ctx.execute(Stage.COMPILE, parts, compute)
+
+
+PROBE_ARENA_MAX = 16 << 20
+
+
+def _calibrate_arena(ctx: RunContext, profile: Any, firmware: Any, definitions: dict[str, str], work: Path) -> int:
+    """Build and run a calibration firmware that finds the smallest arena the model runs with."""
+    ram = int(profile.memory.get("ram_length", 0)) or PROBE_ARENA_MAX
+    probe_size = min(PROBE_ARENA_MAX, ram // 2) // 16 * 16
+    probe_dir = work / "arena-probe"
+    probe_dir.mkdir(parents=True, exist_ok=True)
+    defs = {**definitions, "MLONMCU_ARENA_PROBE": "1", "MLONMCU_ARENA_SIZE": str(probe_size)}
+    built = firmware(probe_dir, work / "arena-probe-build", defs)
+    completed = ctx.target.execute(probe_dir / built["elf"], ctx.log(Stage.COMPILE))
+    parsed = harness.parse(completed.output)
+    needed = int((parsed.arena or {}).get("needed", 0))
+    if needed == 0:
+        failure = _failure(parsed, completed.returncode) or "no ARENA line"
+        raise StageError(
+            f"cannot size the arena on {ctx.target.name}: even {probe_size} bytes are not enough "
+            f"or the calibration firmware failed ({failure})"
+        )
+    return needed
 
 
 def run(ctx: RunContext) -> dict[str, Any]:
@@ -215,7 +260,7 @@ def run(ctx: RunContext) -> dict[str, Any]:
         (out / RUN_OUTPUT).write_text(completed.output)
         parsed = harness.parse(completed.output)
         target.adjust(parsed)
-        failure = _failure(parsed, completed.returncode)
+        failure = _failure(parsed, completed.returncode, ctx.results[Stage.BUILD].get("status_messages", {}))
         if failure:
             raise StageError(failure)
         outputs = [
@@ -228,15 +273,18 @@ def run(ctx: RunContext) -> dict[str, Any]:
     return ctx.execute(Stage.RUN, parts, compute, cacheable=target.deterministic)
 
 
-def _failure(parsed: harness.HarnessResult, returncode: int) -> str:
+def _failure(parsed: harness.HarnessResult, returncode: int, messages: dict[str, str] | None = None) -> str:
     traps = [e for e in parsed.errors if e.startswith("trap")]
     if traps:
         return f"firmware crashed: {traps[0]}"
     if parsed.end is None:
         return f"firmware stopped without finishing (exit code {returncode})"
-    if parsed.end.get("status", 0) != 0:
+    status = parsed.end.get("status", 0)
+    if status != 0:
         detail = f" ({parsed.errors[0]})" if parsed.errors else ""
-        return f"model returned status {parsed.end['status']}{detail}"
+        meaning = (messages or {}).get(str(status))
+        where = "model init" if parsed.setup.get("status", 0) != 0 else "model"
+        return f"{where} returned status {status}{': ' + meaning if meaning else ''}{detail}"
     if returncode != 0:
         return f"firmware exited with code {returncode}"
     return ""

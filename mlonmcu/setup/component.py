@@ -23,6 +23,8 @@ class Component:
     name: ClassVar[str]
     help: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
+    companions: ClassVar[tuple[str, ...]] = ()  # installed along with it: `setup tflm` is enough
+    on_request: ClassVar[bool] = False  # plain `setup` skips it unless listed under components:
 
     def __init__(self, deps_dir: Path, settings: dict[str, Any] | None = None):
         self.deps_dir = deps_dir

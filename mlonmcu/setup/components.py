@@ -17,6 +17,7 @@ from mlonmcu.process import run
 from mlonmcu.registry import COMPONENTS
 from mlonmcu.setup.component import AptComponent, Component, PythonComponent, first_line
 from mlonmcu.setup.deps import Installed
+from mlonmcu.setup.git import GitComponent
 
 
 @COMPONENTS.register
@@ -55,10 +56,57 @@ class HostGccComponent(AptComponent):
 
 @COMPONENTS.register
 class RiscvGccComponent(AptComponent):
+    """Debian's riscv64-unknown-elf has no libstdc++. C++ code that only uses header-only parts
+    of it (TFLM) compiles against the generic headers of the same GCC from the riscv64 Linux
+    cross package with a bare-metal `bits/` directory: GCC's newlib configuration as shipped for
+    arm-none-eabi, except the two CPU-specific files, which come from the riscv64 package."""
+
     name = "riscv_gcc"
-    help = "RISC-V bare-metal GCC with picolibc (Debian)"
-    packages = ("gcc-riscv64-unknown-elf", "binutils-riscv64-unknown-elf", "picolibc-riscv64-unknown-elf")
+    help = "RISC-V bare-metal GCC with picolibc (Debian), plus C++ headers for bare metal"
+    packages = (
+        "gcc-riscv64-unknown-elf",
+        "binutils-riscv64-unknown-elf",
+        "picolibc-riscv64-unknown-elf",
+        "libstdc++-12-dev-riscv64-cross",
+        "libstdc++-arm-none-eabi-newlib",
+    )
     executable = "riscv64-unknown-elf-gcc"
+    cxx_headers = Path("/usr/riscv64-linux-gnu/include/c++/12")
+    newlib_bits = Path("/usr/include/newlib/c++/12.2.1/arm-none-eabi/bits")
+    target_files = ("cpu_defines.h", "cxxabi_tweaks.h")
+    picolibc_include = Path("/usr/lib/picolibc/riscv64-unknown-elf/include")
+
+    @property
+    def cxx_dir(self) -> Path:
+        return self.deps_dir / "riscv_gcc" / "cxx"
+
+    def locate(self) -> Installed | None:
+        found = super().locate()
+        if found is None or not (self.cxx_dir / "bits" / "c++config.h").is_file():
+            return None
+        extras = {
+            "cxx_bits": str(self.cxx_dir.resolve()),  # resolved: part of the TFLM library's cache key
+            "cxx_headers": str(self.cxx_headers),
+            "libc_headers": str(self.picolibc_include),
+        }
+        return Installed(found.name, found.version, found.location, extras)
+
+    def install(self, log: Path) -> None:
+        if super().locate() is None:
+            super().install(log)
+        bits = self.cxx_dir / "bits"
+        staging = self.cxx_dir.with_name("cxx.partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            shutil.copytree(self.newlib_bits, staging / "bits")
+            for name in self.target_files:
+                shutil.copyfile(self.cxx_headers / "riscv64-linux-gnu" / "bits" / name, staging / "bits" / name)
+        except OSError as err:
+            raise SetupError(f"riscv_gcc: cannot assemble the C++ headers for bare metal: {err}") from None
+        shutil.rmtree(self.cxx_dir, ignore_errors=True)
+        staging.replace(self.cxx_dir)
+        with log.open("a") as fh:
+            fh.write(f"riscv_gcc: bare-metal C++ bits in {bits}\n")
 
 
 @COMPONENTS.register
@@ -128,6 +176,31 @@ class QemuPluginComponent(Component):
         )
         partial.replace(self.directory / self.library)
         (self.directory / "SOURCE_SHA256").write_text(file_hash(self.source()) + "\n")
+
+
+@COMPONENTS.register
+class TflmComponent(GitComponent):
+    name = "tflm"
+    help = "TensorFlow Lite Micro sources (backend tflmi)"
+    default_url = "https://github.com/tensorflow/tflite-micro"
+    default_ref = "90b983c2b3f1480642e040bbd2ddb37b998f3424"
+    companions = ("flatbuffers", "gemmlowp")
+
+
+@COMPONENTS.register
+class FlatbuffersComponent(GitComponent):
+    name = "flatbuffers"
+    help = "FlatBuffers headers at the release TFLM pins (TFLM's patch is applied when TFLM is built)"
+    default_url = "https://github.com/google/flatbuffers"
+    default_ref = "v25.9.23"
+
+
+@COMPONENTS.register
+class GemmlowpComponent(GitComponent):
+    name = "gemmlowp"
+    help = "gemmlowp fixed-point headers at the commit TFLM pins"
+    default_url = "https://github.com/google/gemmlowp"
+    default_ref = "719139ce755a0f31cbf1c37f7f98adcc7fc9f425"
 
 
 @COMPONENTS.register

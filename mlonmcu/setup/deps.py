@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fcntl
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +20,7 @@ class Installed:
     name: str
     version: str
     location: str
+    extras: dict[str, str] = field(default_factory=dict)  # further paths a component provides
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from mlonmcu.environment import Environment
 from mlonmcu.errors import ConfigError, MlonmcuError, SetupError
 from mlonmcu.setup.component import Component
 from mlonmcu.setup.deps import Installed, record
+from mlonmcu.setup.git import GitComponent, split_source
 
 
 @dataclass
@@ -73,17 +75,31 @@ def status(env: Environment) -> list[ComponentStatus]:
 
 
 def default_components(env: Environment) -> list[str]:
-    """What a plain `mlonmcu setup` installs: the listed components plus what enabled plugins need."""
-    return list(dict.fromkeys([*env.components, *needed_by(env)]))
+    """What a plain `mlonmcu setup` installs: the listed components plus what enabled plugins
+    need, except components fetched from the network, which are installed when listed or named."""
+    needed = [name for name in needed_by(env) if not registry.COMPONENTS.get(name).on_request]
+    return list(dict.fromkeys([*env.components, *needed]))
 
 
 def install(
-    env: Environment, names: Iterable[str] | None = None, report: Callable[[str, str], None] | None = None
+    env: Environment,
+    names: Iterable[str] | None = None,
+    report: Callable[[str, str], None] | None = None,
+    sources: dict[str, str] | None = None,
 ) -> tuple[list[Installed], dict[str, str]]:
-    """Install (idempotently) and record components; returns what worked and per-name errors."""
-    names = list(names) if names else default_components(env)
-    for name in names:
-        registry.COMPONENTS.get(name)  # unknown names are usage errors before anything is installed
+    """Install (idempotently) and record components; returns what worked and per-name errors.
+
+    `sources` points git components elsewhere: NAME → URL_OR_PATH[@REF] (a mirror, a fork, a
+    local checkout); $MLONMCU_<NAME>_SRC does the same for names it does not mention (and
+    a plain `setup` then installs that component too).
+    """
+    given = dict(sources or {})
+    sources = {**environment_sources(), **given}
+    names = list(names) if names else [*default_components(env), *sources]
+    names += [name for name in given if name not in names]
+    names = list(dict.fromkeys(names))
+    for name in list(names):  # unknown names are usage errors before anything is installed
+        names += [c for c in registry.COMPONENTS.get(name).companions if c not in names]
     log = env.deps_dir / "setup.log"
     env.deps_dir.mkdir(parents=True, exist_ok=True)
     done: list[Installed] = []
@@ -92,7 +108,12 @@ def install(
         if report:
             report(name, "checking")
         try:
-            found = component(env, name).ensure(log)
+            comp = component(env, name)
+            if name in sources:
+                if not isinstance(comp, GitComponent):
+                    raise ConfigError(f"--source {name}=...: {name} is not a git component")
+                comp.use_source(*split_source(sources[name]))
+            found = comp.ensure(log)
         except ConfigError:
             raise
         except MlonmcuError as err:
@@ -105,6 +126,20 @@ def install(
         if report:
             report(name, f"ok {found.version}")
     return done, failed
+
+
+def source_variable(name: str) -> str:
+    return f"MLONMCU_{name.upper()}_SRC"
+
+
+def environment_sources() -> dict[str, str]:
+    """Sources given as environment variables (labs set them once for every HOME they create)."""
+    found = {}
+    for cls in registry.COMPONENTS:
+        value = os.environ.get(source_variable(cls.name), "").strip()
+        if value and issubclass(cls, GitComponent):
+            found[cls.name] = value
+    return found
 
 
 def check(env: Environment, names: Iterable[str]) -> tuple[dict[str, Installed], dict[str, str]]:

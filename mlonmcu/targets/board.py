@@ -89,6 +89,7 @@ class BoardTarget(CortexMTarget):
     )
     requires = ("arm_gcc", "gdb")
     deterministic = False  # a real chip: cycle counts are measurements
+    hardware = True
 
     def core(self) -> str:
         return self.opt("core")

@@ -79,9 +79,10 @@ class CortexMTarget(Target):
             family=f"{self.core()}-{self.memory_family()}",
             toolchain="arm_gcc",
             toolchain_file="arm_gcc.cmake.j2",
-            support="cortexm",
+            support=("bare_metal", "cortexm"),
             compile_flags=flags,
             link_flags=(*flags, "--specs=nano.specs", "-nostartfiles"),
+            link_language="C",  # C++ objects need no libstdc++ runtime (see templates/tflmi)
             memory=self.memory_map().to_dict(int(self.opt("stack_size"))),
             toolchain_vars={"prefix": str(gcc.parent / gcc.name.removesuffix("gcc"))},
             template_values={"counters": self.counters(), "uart": self.uart()},

@@ -22,7 +22,7 @@ class HostTarget(Target):
             family="host",
             toolchain="host_gcc",
             toolchain_file="host_gcc.cmake.j2",
-            support="host",
+            support=("host",),
             counter="wallclock",
         )
 

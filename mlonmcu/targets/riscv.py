@@ -24,6 +24,13 @@ class RiscvVirtTarget(Target):
 
     memory_bytes = ROM_LENGTH + RAM_LENGTH
 
+    def _cxx_flags(self) -> tuple[str, ...]:
+        gcc = self.components.get("riscv_gcc", {})
+        if "cxx_bits" not in gcc:
+            return ()
+        includes = (gcc["cxx_bits"], gcc["cxx_headers"], gcc["libc_headers"])
+        return (*(f"-isystem{d}" for d in includes), "-ftls-model=local-exec")
+
     def profile(self) -> TargetProfile:
         gcc = Path(self.tool("riscv_gcc"))
         arch, abi = self.opt("arch"), self.opt("abi")
@@ -32,9 +39,14 @@ class RiscvVirtTarget(Target):
             family=f"riscv32-virt-{arch}-{abi}",
             toolchain="riscv_gcc",
             toolchain_file="riscv_gcc.cmake.j2",
-            support="riscv_virt",
-            compile_flags=(*march, "--specs=picolibc.specs"),
+            support=("bare_metal", "riscv_virt"),
+            compile_flags=tuple(march),
+            c_flags=("--specs=picolibc.specs",),
+            # no libstdc++ for riscv64-unknown-elf: header-only C++ against the bare-metal headers
+            # riscv_gcc assembled (and picolibc's C headers after them, not before: no specs file)
+            cxx_flags=self._cxx_flags(),
             link_flags=(*march, "--specs=picolibc.specs", "-nostartfiles"),
+            link_language="C",
             memory={
                 "rom_origin": ROM_ORIGIN,
                 "rom_length": ROM_LENGTH,

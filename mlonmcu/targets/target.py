@@ -20,9 +20,12 @@ class TargetProfile:
     family: str  # e.g. "riscv32-virt": the identity of the firmware build
     toolchain: str  # component name of the compiler
     toolchain_file: str  # template under templates/toolchains/
-    support: str  # template directory under templates/targets/
-    compile_flags: tuple[str, ...] = ()
+    support: tuple[str, ...]  # template directories under templates/targets/, all copied
+    compile_flags: tuple[str, ...] = ()  # every language
+    c_flags: tuple[str, ...] = ()  # C and assembler only
+    cxx_flags: tuple[str, ...] = ()  # C++ only
     link_flags: tuple[str, ...] = ()
+    link_language: str = ""  # "C": link C++ objects with the C driver (no libstdc++ on the target)
     toolchain_vars: dict[str, str] = field(default_factory=dict)  # values for the toolchain file
     template_values: dict[str, Any] = field(default_factory=dict)  # extra values for the support templates
     memory: dict[str, Any] = field(default_factory=dict)
@@ -43,6 +46,7 @@ class Target:
     requires: ClassVar[tuple[str, ...]] = ()
     optional: ClassVar[tuple[str, ...]] = ()  # components used when installed
     deterministic: ClassVar[bool] = True  # may RUN results be cached?
+    hardware: ClassVar[bool] = False  # running needs a device attached (not just a program)
 
     def __init__(self, config: dict[str, Any], components: dict[str, dict[str, str]]):
         self.config = config

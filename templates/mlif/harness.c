@@ -8,6 +8,7 @@
  *   MLONMCU OUTPUT sample=0 index=0 size=12 data=<hex bytes>
  *   MLONMCU PROFILE kernel=3 calls=1 cycles=.. instructions=.. ns=..   (feature profile)
  *   MLONMCU END status=0 stack=..
+ *   MLONMCU ARENA needed=..   (calibration firmware, MLONMCU_ARENA_PROBE)
  *
  * The exit code is the status: 0 when every call succeeded. Where an external tool counts
  * instructions (a QEMU plugin), the harness prints the indices of the marks it set around each
@@ -194,6 +195,19 @@ static int finish(int status) {
   return status;
 }
 
+#if MLONMCU_ARENA_PROBE
+/* A calibration firmware: measures the arena the model needs on this target, nothing else. */
+int main(void) {
+  mlonmcu_target_init();
+  put_str("MLONMCU BEGIN\n");
+  (void)read_counters(); /* keeps the counter hooks linked: targets look them up in every ELF */
+  size_t needed = mlonmcu_model_arena_probe();
+  put_str("MLONMCU ARENA");
+  put_field("needed", needed);
+  mlonmcu_putc('\n');
+  return finish(needed ? 0 : -1);
+}
+#else
 int main(void) {
   mlonmcu_target_init();
   put_str("MLONMCU BEGIN\n");
@@ -242,3 +256,4 @@ int main(void) {
 #endif
   return finish(status);
 }
+#endif

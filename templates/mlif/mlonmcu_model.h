@@ -24,6 +24,10 @@ size_t mlonmcu_model_output_size(size_t index);  /* bytes */
 /* Bytes of working memory (activations) the model uses. */
 size_t mlonmcu_model_arena_size(void);
 
+/* Only in firmware built with MLONMCU_ARENA_PROBE (backends whose arena is sized on the
+ * target): the smallest arena the model can run with, 0 if even the probe's is too small. */
+size_t mlonmcu_model_arena_probe(void);
+
 #ifdef __cplusplus
 }
 #endif

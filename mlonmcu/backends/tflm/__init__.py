@@ -1,0 +1,1 @@
+"""TFLite Micro backend: interpreter firmware around a TFLM library built per target."""

@@ -1,0 +1,97 @@
+"""Backend `tflmi`: TensorFlow Lite Micro's interpreter with the model compiled in.
+
+BUILD writes the firmware sources (model array, op resolver, arena) and describes the TFLM
+library; COMPILE builds that library once per target (cached) and, since the arena a model
+needs depends on the target's ABI, measures it with a calibration firmware first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mlonmcu.backends.backend import Backend
+from mlonmcu.backends.tflm.tree import CORE_OPTIMIZATION, CXX_FLAGS, DEFINITIONS, KERNEL_OPTIMIZATION, TflmTree
+from mlonmcu.config import Option
+from mlonmcu.errors import StageError
+from mlonmcu.models.frontend import ModelInfo
+from mlonmcu.platforms.templates import c_byte_lines, render
+from mlonmcu.registry import BACKENDS
+
+PROBE_DEFAULT_ARENA = 1 << 20
+STATUS_MESSAGES = {
+    -10: "the model's TFLite schema version is not the one TFLM was built for",
+    -11: "the op resolver refused an operator (resolver full?)",
+    -12: "AllocateTensors failed: the arena is too small for this model (tflmi.arena_size=0 measures it)",
+    -13: "Invoke failed",
+}
+
+
+@BACKENDS.register
+class TflmiBackend(Backend):
+    name = "tflmi"
+    framework = "tflm"
+    help = "TensorFlow Lite Micro interpreter (reference kernels), the model compiled into the firmware"
+    options = (
+        Option(
+            "arena_size", "int", 0, "arena bytes; 0: the smallest arena the model runs with, measured on the target"
+        ),
+    )
+    requires = ("tflm", "flatbuffers", "gemmlowp")
+
+    def tree(self) -> TflmTree:
+        locations = [Path(self.components[c]["location"]) for c in self.requires]
+        commits = tuple(self.components[c]["version"].split()[0] for c in self.requires)
+        return TflmTree(*locations, commits)  # type: ignore[arg-type]
+
+    def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> dict[str, Any]:
+        tree = self.tree()
+        methods = tree.resolver_methods
+        missing = [op for op in info.operators if op not in methods]
+        if missing:
+            raise StageError(
+                f"TFLM {tree.commits[0][:12]} has no kernel for operator(s) {', '.join(missing)} "
+                f"(model {model_path.name})"
+            )
+        data = model_path.read_bytes()
+        render(
+            "tflmi/model.cc.j2",
+            out / "model.cc",
+            model=model_path.stem,
+            model_size=len(data),
+            model_lines=c_byte_lines(data),
+            methods=[methods[op] for op in info.operators],
+            default_arena=PROBE_DEFAULT_ARENA,
+        )
+        render("tflmi/cxx_support.cc", out / "cxx_support.cc")
+        headers = tree.third_party_headers(self.cache_dir)
+        sources = tree.sources
+        library = {
+            "name": "tflm",
+            "root": str(tree.root),
+            "identity": tree.identity,
+            "sources": sources,
+            "include_dirs": tree.include_dirs(headers),
+            "definitions": list(DEFINITIONS),
+            "compile_flags": [CORE_OPTIMIZATION],
+            "cxx_flags": list(CXX_FLAGS),
+            "source_options": [
+                {"sources": [s for s in sources if tree.is_kernel(s)], "options": [KERNEL_OPTIMIZATION]}
+            ],
+        }
+        requested = int(self.opt("arena_size"))
+        log.write_text(f"TFLM {tree.commits[0]}; operators: {', '.join(info.operators)}\n")
+        return {
+            "model": model_path.stem,
+            "backend": self.name,
+            "arena_size": requested or None,
+            "arena_calibration": {"requested": requested},
+            "sources": ["model.cc", "cxx_support.cc"],
+            "include_dirs": tree.include_dirs(headers),
+            "languages": ["CXX"],
+            "cxx_flags": list(CXX_FLAGS),
+            "definitions": list(DEFINITIONS),
+            "static_libraries": [library],
+            "status_messages": {str(k): v for k, v in STATUS_MESSAGES.items()},
+            "kernels": [],
+        }

@@ -1,0 +1,123 @@
+"""A TFLM source tree: which files make the library, how it is compiled, which ops it offers.
+
+Derived from the checkout itself (not its Makefile, which needs network access and Python
+packages to evaluate): the library is the interpreter core, arena allocators, memory planners,
+the tflite bridge, the reference kernels and the shared TFLite sources, without tests,
+examples, tools, platform ports, optimized kernel variants and the signal library.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from mlonmcu.data import templates_dir
+from mlonmcu.errors import StageError
+from mlonmcu.hashing import value_hash
+
+MICRO = "tensorflow/lite/micro"
+CORE_DIRS = ("", "arena_allocator", "memory_planner", "tflite_bridge")
+KERNEL_DIR = "kernels"
+SHARED_ROOTS = ("tensorflow/lite", "tensorflow/compiler")
+EXCLUDED_FILES = {"tensorflow/lite/array.cc"}  # not with TF_LITE_STATIC_MEMORY
+_TEST_HELPER = re.compile(
+    r"(_test|test_helpers?|test_helper_custom_ops|_test_common|fake_micro_context|mock_micro_graph"
+    r"|kernel_runner)\.cc$"
+)
+FLATBUFFERS_PATCH = "tensorflow/lite/micro/tools/make/flatbuffers.patch"
+RESOLVER_HEADER = "tensorflow/lite/micro/micro_mutable_op_resolver.h"
+
+# TFLM's own build: core -Os, kernels -O2 (an all--Os library runs several times slower)
+CORE_OPTIMIZATION = "-Os"
+KERNEL_OPTIMIZATION = "-O2"
+CXX_FLAGS = (
+    "-std=c++17",
+    "-fno-rtti",
+    "-fno-exceptions",
+    "-fno-threadsafe-statics",
+    "-fno-unwind-tables",
+    "-fno-asynchronous-unwind-tables",
+)
+DEFINITIONS = (
+    "TF_LITE_STATIC_MEMORY",
+    "TF_LITE_DISABLE_X86_NEON",
+    "KERNELS_OPTIMIZED_FOR_SPEED",
+    "NDEBUG",
+    "TF_LITE_STRIP_ERROR_STRINGS",
+)
+
+
+@dataclass(frozen=True)
+class TflmTree:
+    root: Path
+    flatbuffers: Path
+    gemmlowp: Path
+    commits: tuple[str, str, str]  # tflm, flatbuffers, gemmlowp
+
+    @cached_property
+    def sources(self) -> list[str]:
+        """Library sources, relative to the TFLM root."""
+        micro = self.root / MICRO
+        if not micro.is_dir():
+            raise StageError(f"{self.root} is not a TFLite Micro checkout (no {MICRO})")
+        found = []
+        for sub in (*CORE_DIRS, KERNEL_DIR):
+            found += sorted((micro / sub).glob("*.cc"))
+        for shared in SHARED_ROOTS:
+            for path in sorted((self.root / shared).rglob("*.cc")):
+                rel = path.relative_to(self.root).as_posix()
+                if not rel.startswith(MICRO + "/") and not rel.startswith("tensorflow/lite/experimental/"):
+                    found.append(path)
+        sources = [p.relative_to(self.root).as_posix() for p in found]
+        return [s for s in sources if s not in EXCLUDED_FILES and not _TEST_HELPER.search(s)]
+
+    def is_kernel(self, source: str) -> bool:
+        return source.startswith(f"{MICRO}/{KERNEL_DIR}/")
+
+    @property
+    def identity(self) -> str:
+        return value_hash({"commits": self.commits, "sources": self.sources})
+
+    def third_party_headers(self, cache_root: Path) -> Path:
+        """flatbuffers' headers with TFLM's patch applied, and a stub for the one ruy header the
+        reference kernels include (its profiler is not used). Prepared once per version."""
+        patch = self.root / FLATBUFFERS_PATCH
+        key = value_hash({"flatbuffers": self.commits[1], "patch": patch.read_text() if patch.is_file() else ""})
+        target = cache_root / "tflm-headers" / key[:16]
+        if (target / "READY").is_file():
+            return target
+        staging = target.with_name(target.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(self.flatbuffers / "include", staging / "include")
+        if patch.is_file():
+            result = subprocess.run(["git", "apply", str(patch)], cwd=staging, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise StageError(
+                    f"TFLM's flatbuffers patch does not apply to flatbuffers {self.commits[1][:12]}: "
+                    f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else 'failed'}"
+                )
+        ruy = staging / "ruy" / "ruy" / "profiler"
+        ruy.mkdir(parents=True)
+        shutil.copyfile(templates_dir() / "tflmi" / "ruy" / "profiler" / "instrumentation.h", ruy / "instrumentation.h")
+        (staging / "READY").write_text("ok\n")
+        shutil.rmtree(target, ignore_errors=True)
+        staging.replace(target)
+        return target
+
+    def include_dirs(self, headers: Path) -> list[str]:
+        return [str(self.root), str(headers / "include"), str(self.gemmlowp), str(headers / "ruy")]
+
+    @cached_property
+    def resolver_methods(self) -> dict[str, str]:
+        """TFLite builtin op name → the MicroMutableOpResolver method that registers it."""
+        text = (self.root / RESOLVER_HEADER).read_text()
+        methods: dict[str, str] = {}
+        for match in re.finditer(r"TfLiteStatus\s+(Add\w+)\s*\((.*?)\n\s*\}", text, re.DOTALL):
+            builtin = re.search(r"AddBuiltin\(\s*BuiltinOperator_(\w+)", match.group(2))
+            if builtin:
+                methods.setdefault(builtin.group(1), match.group(1))
+        return methods

@@ -1,0 +1,211 @@
+"""Backend `tflmi` with a real TensorFlow Lite Micro checkout (skipped when none is available).
+
+CI cannot fetch from GitHub, so these tests need a TFLM source: either the one `mlonmcu setup`
+installed, or MLONMCU_TFLM_SRC (with MLONMCU_FLATBUFFERS_SRC, MLONMCU_GEMMLOWP_SRC) naming
+local checkouts, mirrors or URLs (`NAME=PATH[@REF]`, as for `setup --source`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import tflite
+from helpers import installed_deps_dir, make_home, shared_model
+
+from mlonmcu.environment import Environment
+from mlonmcu.environment.home import resolve_home
+from mlonmcu.setup import installer
+
+pytestmark = [pytest.mark.integration, pytest.mark.tflm]
+
+GIT_COMPONENTS = ("tflm", "flatbuffers", "gemmlowp")
+BUNDLED = Path(__file__).resolve().parents[2] / "resources" / "models"
+
+
+def report(home: Path) -> pd.DataFrame:
+    return pd.read_csv(home / "sessions" / "latest" / "report.csv")
+
+
+def compile_logs(home: Path) -> str:
+    logs = (home / "sessions" / "latest" / "runs").glob("*/logs/compile.log")
+    return "\n".join(path.read_text() for path in logs)
+
+
+@pytest.fixture(scope="session")
+def tflm_home(integration_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A HOME with backend tflmi enabled and TFLM installed; its TFLM libraries (~5 min per
+    target to build) live in the installed HOME's cache, as every later session's would."""
+    installed = installed_deps_dir()
+    sources = installer.environment_sources()
+    root = tmp_path_factory.mktemp("tflm-home")
+    if sources.get("tflm"):
+        deps = root / "deps"
+        deps.mkdir()
+        for entry in installed.iterdir():  # the toolchains and simulators already set up
+            if entry.is_dir() and not entry.name.startswith(".") and entry.name not in GIT_COMPONENTS:
+                (deps / entry.name).symlink_to(entry)
+    else:
+        deps = installed
+    home = make_home(root, backends=["tflmi", "tvmaot"], paths={"deps": str(deps)})
+    env = Environment.load(home)
+    if sources.get("tflm"):
+        _, failed = installer.install(env, ["tflm"])
+        assert not failed, f"setup of the TFLM sources from MLONMCU_*_SRC failed: {failed}"
+    _, missing = installer.check(env, GIT_COMPONENTS)
+    if missing:
+        pytest.skip(
+            "no TFLM source tree: set MLONMCU_TFLM_SRC, MLONMCU_FLATBUFFERS_SRC and MLONMCU_GEMMLOWP_SRC "
+            "to local checkouts or mirrors, or run `mlonmcu setup tflm --source tflm=PATH ...`"
+        )
+    libraries = resolve_home(None) / "cache" / "libraries"
+    libraries.mkdir(parents=True, exist_ok=True)
+    (home / "cache").mkdir(exist_ok=True)
+    (home / "cache" / "libraries").symlink_to(libraries, target_is_directory=True)
+    return home
+
+
+def test_tflmi_beside_tvmaot_on_host_and_spike(tflm_home, mlonmcu):
+    args = ["flow", "run", "kws_dscnn", "-b", "tflmi", "-b", "tvmaot", "-t", "host_x86", "-t", "spike"]
+    code, output = mlonmcu(*args, "-f", "validate", "-H", tflm_home)
+    assert code == 0, output
+    frame = report(tflm_home)
+    assert sorted(zip(frame.Backend, frame.Target, strict=True)) == [
+        ("tflmi", "host_x86"),
+        ("tflmi", "spike"),
+        ("tvmaot", "host_x86"),
+        ("tvmaot", "spike"),
+    ]
+    assert (frame.Validation == "pass").all() and (frame["Max Abs Error"] == 0).all()
+    tflm = frame[frame.Backend == "tflmi"].set_index("Target")
+    tvm = frame[frame.Backend == "tvmaot"].set_index("Target")
+    assert (tflm.Framework == "tflm").all()
+    # the interpreter with reference kernels costs more than generated integer code
+    assert tflm.loc["spike", "Run Instructions"] > 2 * tvm.loc["spike", "Run Instructions"]
+    assert tflm.loc["spike", "Total ROM"] > tvm.loc["spike", "Total ROM"]
+    # the automatic arena is what AllocateTensors needed on that target (ABIs differ)
+    assert 5_000 < tflm.loc["spike", "Arena Size"] < 20_000
+    assert tflm.loc["host_x86", "Arena Size"] >= tflm.loc["spike", "Arena Size"]
+
+
+def test_a_second_session_does_not_rebuild_the_library(tflm_home, mlonmcu):
+    code, output = mlonmcu("flow", "run", "kws_dscnn", "-b", "tflmi", "-t", "spike", "-H", tflm_home)
+    assert code == 0, output
+    code, output = mlonmcu("flow", "run", "cnn_small", "-b", "tflmi", "-t", "spike", "-H", tflm_home)
+    assert code == 0, output
+    logs = compile_logs(tflm_home)
+    assert "tflm: reusing" in logs and "building tflm" not in logs
+    assert report(tflm_home).iloc[0]["Run Instructions"] > 0
+
+
+def with_operator(source: Path, target: Path, builtin: int) -> Path:
+    """A copy of the model whose first operator code is replaced (both code fields, in place)."""
+    data = bytearray(source.read_bytes())
+    code = tflite.Model.GetRootAsModel(data, 0).OperatorCodes(0)
+    table = code._tab
+    deprecated, builtin_field = table.Offset(4), table.Offset(10)
+    assert deprecated and builtin_field, "the model does not store the operator code fields"
+    data[table.Pos + deprecated] = builtin
+    data[table.Pos + builtin_field : table.Pos + builtin_field + 4] = builtin.to_bytes(4, "little")
+    target.write_bytes(bytes(data))
+    return target
+
+
+def test_unsupported_operator_fails_at_build_naming_it(tflm_home, mlonmcu, tmp_path):
+    model = with_operator(BUNDLED / "kws_dscnn" / "kws_dscnn.tflite", tmp_path / "odd.tflite", 10)
+    code, _ = mlonmcu("flow", "build", model, "kws_dscnn", "-b", "tflmi", "-H", tflm_home)
+    assert code == 1
+    frame = report(tflm_home).set_index("Model")
+    assert frame.loc["odd", "Failing"] and "no kernel for operator(s) HASHTABLE_LOOKUP" in frame.loc["odd", "Reason"]
+    assert not frame.loc["kws_dscnn", "Failing"]
+
+
+def test_arena_too_small_names_the_size_needed(tflm_home, mlonmcu):
+    code, _ = mlonmcu(
+        "flow", "run", "kws_dscnn", "-b", "tflmi", "-t", "spike", "-c", "tflmi.arena_size=1000", "-H", tflm_home
+    )
+    assert code == 1
+    reason = report(tflm_home).iloc[0]["Reason"]
+    assert "arena of 1000 bytes is too small: kws_dscnn needs" in reason
+
+
+# instructions per inference and arena measured when TFLM was first built here (notes/tflm.md)
+NOTES_SPIKE = {
+    "aww": (45_569_929, 22_780),
+    "vww": (114_001_883, 100_668),
+    "resnet": (126_994_666, 54_360),
+    "toycar": (2_510_406, 2_808),
+}
+
+
+@pytest.mark.slow
+def test_mlperf_tiny_matches_the_reference_and_the_notes(tflm_home, mlonmcu):
+    models = [shared_model(name) for name in NOTES_SPIKE]
+    _, output = mlonmcu(
+        "flow",
+        "run",
+        *models,
+        "-b",
+        "tflmi",
+        "-t",
+        "spike",
+        "-f",
+        "validate",
+        "-c",
+        "validate.samples=2",
+        "-H",
+        tflm_home,
+    )
+    frame = report(tflm_home).set_index("Model")
+    for model, (instructions, arena) in NOTES_SPIKE.items():
+        row = frame.loc[model]
+        assert abs(row["Run Instructions"] / instructions - 1) < 0.02, (model, row["Run Instructions"])
+        assert abs(row["Arena Size"] / arena - 1) < 0.02, (model, row["Arena Size"])
+    exact = frame.drop(index="toycar")
+    assert (exact.Validation == "pass").all() and (exact["Max Abs Error"] == 0).all(), output
+    # FULLY_CONNECTED: TFLM requantizes in fixed point, LiteRT's reference kernels in double
+    assert frame.loc["toycar", "Max Abs Error"] <= 3
+
+
+@pytest.mark.slow
+def test_toycar_equals_tvmaot_with_tflm_rounding(tflm_home, mlonmcu):
+    """Two independent implementations of TFLM's FULLY_CONNECTED arithmetic agree bit for bit."""
+    args = ["-t", "spike", "-f", "validate", "-c", "tvmaot.fc_requant=tflm", "-H", tflm_home]
+    mlonmcu("flow", "run", shared_model("toycar"), "-b", "tflmi", "-b", "tvmaot", *args)
+    frame = report(tflm_home).set_index("Backend")
+    runs = tflm_home / "sessions" / "latest" / "runs"
+    outputs = {b: np.load(runs / str(frame.loc[b, "Run"]) / "run" / "outputs.npz") for b in ("tflmi", "tvmaot")}
+    assert len(outputs["tflmi"].files) == 10
+    for key in outputs["tflmi"].files:
+        assert np.array_equal(outputs["tflmi"][key], outputs["tvmaot"][key]), key
+
+
+@pytest.mark.slow
+def test_cortex_m_board_and_memory_overflow(tflm_home, mlonmcu):
+    code, output = mlonmcu(
+        "flow", "run", "kws_dscnn", "-b", "tflmi", "-t", "mps2_an385", "-f", "validate", "-H", tflm_home
+    )
+    assert code == 0, output
+    row = report(tflm_home).iloc[0]
+    assert row.Validation == "pass" and row["Max Abs Error"] == 0 and row["Run Instructions"] > 1_000_000
+    code, _ = mlonmcu(
+        "flow",
+        "compile",
+        "kws_dscnn",
+        "-b",
+        "tflmi",
+        "-t",
+        "board",
+        "-c",
+        "board.core=cortex-m3",
+        "-c",
+        "board.memory=rom=0x0:32K,ram=0x20000000:64K",
+        "-c",
+        "tflmi.arena_size=16000",
+        "-H",
+        tflm_home,
+    )
+    reason = report(tflm_home).iloc[0]["Reason"]
+    assert code == 1 and "does not fit" in reason and "ROM overflowed by" in reason
