@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mlonmcu import registry
 from mlonmcu.environment import Environment
@@ -29,26 +30,23 @@ def component(env: Environment, name: str) -> Component:
     return cls(env.deps_dir, env.components.get(name))
 
 
-def requirements(kind: str, name: str) -> tuple[str, ...]:
-    reg = {
+def _plugin(kind: str, name: str) -> Any:
+    registries = {
         "backends": registry.BACKENDS,
         "platforms": registry.PLATFORMS,
         "targets": registry.TARGETS,
         "features": registry.FEATURES,
         "frontends": registry.FRONTENDS,
-    }[kind]
-    return tuple(reg.get(name).requires)
+    }
+    return registries[kind].get(name)
+
+
+def requirements(kind: str, name: str) -> tuple[str, ...]:
+    return tuple(_plugin(kind, name).requires)
 
 
 def optional_components(kind: str, name: str) -> tuple[str, ...]:
-    reg = {
-        "backends": registry.BACKENDS,
-        "platforms": registry.PLATFORMS,
-        "targets": registry.TARGETS,
-        "features": registry.FEATURES,
-        "frontends": registry.FRONTENDS,
-    }[kind]
-    return tuple(getattr(reg.get(name), "optional", ()))
+    return tuple(getattr(_plugin(kind, name), "optional", ()))
 
 
 def needed_by(env: Environment) -> dict[str, list[str]]:

@@ -4,52 +4,29 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
-import yaml
-from helpers import shared_model
+from helpers import FakeFirmwareBackend, home_with, shared_model
 
-from mlonmcu.backends.backend import Backend
 from mlonmcu.registry import BACKENDS
 
 pytestmark = pytest.mark.integration
 
 BOARDS = ["mps2_an385", "mps2_an386", "mps2_an500", "mps2_an505", "mps3_an547"]
 
-LOOP_MODEL = """
-#include "mlonmcu_model.h"
-static unsigned char input[{insize}];
-static unsigned char output[{outsize}];
-int mlonmcu_model_init(void) {{ return 0; }}
-int mlonmcu_model_run(void) {{
-  unsigned int n = {iterations};
-  __asm__ volatile("1: subs %0, %0, #1\\n bne 1b" : "+r"(n) : : "cc");
-  return 0;
-}}
-size_t mlonmcu_model_num_inputs(void) {{ return 1; }}
-size_t mlonmcu_model_num_outputs(void) {{ return 1; }}
-void *mlonmcu_model_input_ptr(size_t i) {{ (void)i; return input; }}
-size_t mlonmcu_model_input_size(size_t i) {{ (void)i; return sizeof(input); }}
-const void *mlonmcu_model_output_ptr(size_t i) {{ (void)i; return output; }}
-size_t mlonmcu_model_output_size(size_t i) {{ (void)i; return sizeof(output); }}
-size_t mlonmcu_model_arena_size(void) {{ return 0; }}
-"""
 
-
-class LoopBackend(Backend):
+class LoopBackend(FakeFirmwareBackend):
     """Test firmware whose inference is a counted Thumb loop: 2 instructions per iteration."""
 
-    framework = "test"
-    help = "test only"
     iterations = 0
 
-    def build(self, model_path: Path, info: Any, out: Path, log: Path) -> dict[str, Any]:
-        (out / "model.c").write_text(
-            LOOP_MODEL.format(insize=info.inputs[0].nbytes, outsize=info.outputs[0].nbytes, iterations=self.iterations)
+    def run_body(self) -> str:
+        return (
+            f"unsigned int n = {self.iterations};\n"
+            '__asm__ volatile("1: subs %0, %0, #1\\n bne 1b" : "+r"(n) : : "cc");\n'
+            "return 0;"
         )
-        return {"sources": ["model.c"], "arena_size": 0}
 
 
 @BACKENDS.register
@@ -62,15 +39,6 @@ class Loop1000Backend(LoopBackend):
 class Loop3000Backend(LoopBackend):
     name = "loop3000"
     iterations = 3000
-
-
-def home_with(base: Path, tmp_path: Path, **changes: Any) -> Path:
-    env = yaml.safe_load((base / "environment.yml").read_text())
-    env.update(changes)
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    (home / "environment.yml").write_text(yaml.safe_dump(env))
-    return home
 
 
 def latest(home: Path) -> pd.DataFrame:

@@ -2,45 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pandas as pd
 import pytest
-import yaml
+from helpers import FakeFirmwareBackend, home_with
 
-from mlonmcu.backends.backend import Backend
 from mlonmcu.registry import BACKENDS
 
 pytestmark = pytest.mark.integration
 
-CRASHING_MODEL = """
-#include "mlonmcu_model.h"
-static unsigned char input[{insize}];
-static unsigned char output[{outsize}];
-int mlonmcu_model_init(void) {{ return 0; }}
-int mlonmcu_model_run(void) {{ {run} }}
-size_t mlonmcu_model_num_inputs(void) {{ return 1; }}
-size_t mlonmcu_model_num_outputs(void) {{ return 1; }}
-void *mlonmcu_model_input_ptr(size_t i) {{ (void)i; return input; }}
-size_t mlonmcu_model_input_size(size_t i) {{ (void)i; return sizeof(input); }}
-const void *mlonmcu_model_output_ptr(size_t i) {{ (void)i; return output; }}
-size_t mlonmcu_model_output_size(size_t i) {{ (void)i; return sizeof(output); }}
-size_t mlonmcu_model_arena_size(void) {{ return 0; }}
-"""
 
+class MisbehavingBackend(FakeFirmwareBackend):
+    """Test firmware that implements the C API but crashes or hangs in inference."""
 
-class MisbehavingBackend(Backend):
-    """Plugin backends for tests: their firmware implements the C API but misbehaves."""
-
-    framework = "test"
-    help = "test only"
     body = ""
 
-    def build(self, model_path: Path, info: Any, out: Path, log: Path) -> dict[str, Any]:
-        source = CRASHING_MODEL.format(insize=info.inputs[0].nbytes, outsize=info.outputs[0].nbytes, run=self.body)
-        (out / "model.c").write_text(source)
-        return {"sources": ["model.c"], "arena_size": 0}
+    def run_body(self) -> str:
+        return self.body
 
 
 @BACKENDS.register
@@ -53,15 +30,6 @@ class CrashingBackend(MisbehavingBackend):
 class HangingBackend(MisbehavingBackend):
     name = "hanging"
     body = 'for (;;) { __asm__ volatile(""); } return 0;'
-
-
-def home_with(integration_home: Path, tmp_path: Path, **changes: Any) -> Path:
-    env = yaml.safe_load((integration_home / "environment.yml").read_text())
-    env.update(changes)
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "environment.yml").write_text(yaml.safe_dump(env))
-    return home
 
 
 def test_crashing_firmware(integration_home, mlonmcu, tmp_path):
