@@ -10,12 +10,17 @@ from typing import Any
 
 import pandas as pd
 
+from mlonmcu.atomic import check_writable
 from mlonmcu.config import parse_assignments
 from mlonmcu.environment import Environment
-from mlonmcu.report.report import export
-from mlonmcu.session.executor import make_executor
-from mlonmcu.session.run import RunResult
-from mlonmcu.session.session import FlowRequest, Session, plan
+from mlonmcu.errors import ConfigError, Interrupted
+from mlonmcu.logs import level_for
+from mlonmcu.report import columns as col
+from mlonmcu.report.report import FORMATS, export
+from mlonmcu.session.executor import make_executor, resolve_kind
+from mlonmcu.session.plan import FlowRequest, plan
+from mlonmcu.session.run import RunOutcome
+from mlonmcu.session.session import Session
 from mlonmcu.session.spec import RunSpec, Stage
 
 
@@ -31,9 +36,17 @@ class FlowResult:
         frame = self.report
         if frame.empty:
             return False
-        failing = frame["Failing"].astype(bool).any()
-        invalid = (frame["Validation"] == "fail").any() if "Validation" in frame else False
+        failing = frame[col.FAILING].astype(bool).any()
+        invalid = (frame[col.VALIDATION] == "fail").any() if col.VALIDATION in frame else False
         return bool(failing or invalid)
+
+
+class FlowInterrupted(Interrupted):
+    """The session was stopped by a signal; `result` holds the partial report (also written)."""
+
+    def __init__(self, signum: int, result: FlowResult):
+        super().__init__(signum)
+        self.result = result
 
 
 def _config_values(config: Iterable[str] | Mapping[str, Any] | None) -> dict[str, list[str]]:
@@ -44,10 +57,19 @@ def _config_values(config: Iterable[str] | Mapping[str, Any] | None) -> dict[str
     return parse_assignments(config)
 
 
+def check_output(output: str | os.PathLike[str]) -> Path:
+    path = Path(output)
+    if path.suffix.lower() not in FORMATS:
+        raise ConfigError(f"cannot write report '{output}': use one of {', '.join(FORMATS)}")
+    check_writable(path)
+    return path
+
+
 def flow(
     models: Iterable[str],
     *,
     home: str | os.PathLike[str] | None = None,
+    create_home: bool | None = None,
     backends: Iterable[str] = (),
     targets: Iterable[str] = (),
     features: Iterable[str] = (),
@@ -59,16 +81,20 @@ def flow(
     scheduler: str | None = None,
     use_cache: bool = True,
     output: str | os.PathLike[str] | None = None,
+    verbosity: int = 0,
     on_planned: Callable[[list[RunSpec]], None] | None = None,
-    on_done: Callable[[RunResult], None] | None = None,
+    on_done: Callable[[RunOutcome], None] | None = None,
     command: str = "",
 ) -> FlowResult:
     """Run models × backends × targets × config values up to `until`; returns the report.
 
-    Usage errors (unknown names, bad config) raise ConfigError/ModelError before any run starts;
-    failing runs are rows with `Failing=True`.
+    Usage errors (unknown names, bad config, an unwritable `output`) raise ConfigError/ModelError
+    before any run starts; failing runs are rows with `Failing=True`. Ctrl-C/SIGTERM raise
+    :class:`FlowInterrupted` once the partial report (and `output`) is written.
     """
-    env = Environment.load(home)
+    env = Environment.load(home, create=create_home)
+    out = check_output(output) if output else None
+    kind = resolve_kind(executor, parallel, scheduler)
     request = FlowRequest(
         models=list(models),
         backends=list(backends),
@@ -81,12 +107,18 @@ def flow(
     session = Session.create(env, label)
     try:
         specs = plan(env, request, session.id, session.dir / "runs")
-    except Exception:
+    except BaseException:
         session.discard()  # a usage error leaves no empty session behind
         raise
+    for spec in specs:
+        spec.log_file = session.log_path
+        spec.log_level = min(level_for(verbosity + 1), level_for(1))
     if on_planned:
         on_planned(specs)
-    frame = session.execute(specs, make_executor(executor, parallel, scheduler), on_done, command)
-    if output:
-        export(frame, Path(output))
-    return FlowResult(session, specs, frame)
+    frame = session.execute(specs, lambda: make_executor(kind, parallel, scheduler, verbosity), on_done, command)
+    if out is not None:
+        export(frame, out)
+    result = FlowResult(session, specs, frame)
+    if session.interrupted_by is not None:
+        raise FlowInterrupted(session.interrupted_by, result)
+    return result

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,13 +21,22 @@ _FALSE = {"0", "false", "no", "off"}
 
 @dataclass(frozen=True)
 class Option:
-    """One configurable knob: name, type, default and a one-line help text."""
+    """One configurable knob: name, Python type, default, help, and the values it accepts.
+
+    `choices` lists the only valid values; `min`/`max` bound numbers inclusively and `above`
+    exclusively (a timeout must be > 0). Every user value goes through :meth:`parse` at plan
+    time, so a bad value is a usage error before any run starts, never a failure deep in a stage.
+    """
 
     name: str
-    type: str  # str | int | float | bool | choice
+    type: type
     default: Any
     help: str
     choices: tuple[Any, ...] = ()
+    min: float | None = None
+    max: float | None = None
+    above: float | None = None
+    check: Callable[[Any], object] | None = None  # further validation; raises ValueError or ConfigError
 
     def parse(self, raw: Any, key: str = "") -> Any:
         """Convert a user value (string from the CLI or a YAML scalar) into the option's type."""
@@ -35,36 +44,77 @@ class Option:
         if raw is None:
             return None
         try:
-            if self.type == "bool":
-                if isinstance(raw, bool):
-                    return raw
-                text = str(raw).strip().lower()
-                if text in _TRUE:
-                    return True
-                if text in _FALSE:
-                    return False
-                raise ValueError
-            if self.type == "int":
-                if isinstance(raw, bool):
-                    raise ValueError
-                return int(str(raw), 0) if isinstance(raw, str) else int(raw)
-            if self.type == "float":
-                return float(raw)
-            if self.type == "choice":
-                value = str(raw)
-                if value not in self.choices:
-                    raise ConfigError(
-                        f"bad value '{raw}' for config key '{key}': valid values are "
-                        + ", ".join(str(c) for c in self.choices)
-                    )
-                return value
-            return str(raw)
+            value = self._convert(raw)
         except (TypeError, ValueError):
-            raise ConfigError(f"bad value '{raw}' for config key '{key}': expected {self.type}") from None
+            raise ConfigError(f"bad value '{raw}' for config key '{key}': expected {self.type.__name__}") from None
+        problem = self._range_problem(value)
+        if problem:
+            raise ConfigError(f"bad value '{raw}' for config key '{key}': {problem}")
+        if self.check is not None:
+            try:
+                self.check(value)
+            except ValueError as err:
+                raise ConfigError(f"bad value '{raw}' for config key '{key}': {err}") from None
+        return value
+
+    def _convert(self, raw: Any) -> Any:
+        if self.type is bool:
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
+            raise ValueError(raw)
+        if self.type is int:
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError(raw)
+            return int(str(raw).strip(), 0) if isinstance(raw, str) else int(raw)
+        if self.type is float:
+            if isinstance(raw, bool):
+                raise ValueError(raw)
+            value = float(raw)
+            if value != value:  # NaN passes no range check
+                raise ValueError(raw)
+            return value
+        return str(raw)
+
+    def _range_problem(self, value: Any) -> str:
+        if self.choices and value not in self.choices:
+            return "valid values are " + ", ".join(str(c) for c in self.choices)
+        if self.min is not None and value < self.min:
+            return f"must be at least {_number(self.min)}{self._range_hint()}"
+        if self.max is not None and value > self.max:
+            return f"must be at most {_number(self.max)}{self._range_hint()}"
+        if self.above is not None and value <= self.above:
+            return f"must be greater than {_number(self.above)}"
+        return ""
+
+    def _range_hint(self) -> str:
+        if self.min is not None and self.max is not None:
+            return f" (valid: {_number(self.min)} to {_number(self.max)})"
+        return ""
+
+    def valid(self) -> str:
+        """The accepted values in words, for --help and error messages."""
+        if self.choices:
+            return "one of: " + ", ".join(map(str, self.choices))
+        bounds = []
+        if self.min is not None:
+            bounds.append(f">= {_number(self.min)}")
+        if self.above is not None:
+            bounds.append(f"> {_number(self.above)}")
+        if self.max is not None:
+            bounds.append(f"<= {_number(self.max)}")
+        return f"{self.type.__name__} {' and '.join(bounds)}".strip()
 
     def describe(self) -> str:
-        extra = f" (one of: {', '.join(map(str, self.choices))})" if self.choices else ""
-        return f"{self.help}{extra} [default: {self.default}]"
+        return f"{self.help} ({self.valid()}) [default: {self.default}]"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def closest(name: str, choices: Iterable[str]) -> str:

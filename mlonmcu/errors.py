@@ -31,3 +31,22 @@ class ToolError(StageError):
 
 class RunTimeout(StageError):
     """A simulator or board did not finish in time and was stopped."""
+
+
+class DiskFull(MlonmcuError):
+    """The disk filled up; the message names the path and the free space."""
+
+
+class Interrupted(BaseException):
+    """Ctrl-C or SIGTERM: stop starting runs, stop running ones, keep what finished.
+
+    A BaseException so that no `except Exception` on the way swallows it.
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(f"interrupted by signal {signum}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

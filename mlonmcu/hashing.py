@@ -42,4 +42,4 @@ def code_fingerprint() -> str:
     silently reusing outputs of an older version.
     """
     package = Path(__file__).resolve().parent
-    return value_hash([tree_hash(package, "**/*.py"), tree_hash(templates_dir())])
+    return value_hash([tree_hash(package, "**/*.py"), tree_hash(package, "**/*.yml"), tree_hash(templates_dir())])

@@ -1,37 +1,32 @@
-"""One registry per pluggable kind; built-in plugins register themselves on import."""
+"""One registry per pluggable kind, filled from Python entry points.
+
+mlonmcu's own plugins are declared in pyproject.toml exactly like a third-party package would
+declare its own (group `mlonmcu.targets`, `mlonmcu.backends`, ...; see docs/extending.md). An
+entry point names a plugin class, or a function returning several (the QEMU boards, which are
+data). Tests and scripts may also call :meth:`Registry.register` directly.
+"""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterator
+import importlib.metadata
+import logging
+from collections.abc import Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from mlonmcu.config import Option, closest, split_key
-from mlonmcu.errors import ConfigError
+from mlonmcu.errors import ConfigError, MlonmcuError
 
 T = TypeVar("T")
-
-_BUILTIN_MODULES = (
-    "mlonmcu.models.frontend",
-    "mlonmcu.backends.tvm.backend",
-    "mlonmcu.backends.tflm.backend",
-    "mlonmcu.platforms.mlif",
-    "mlonmcu.targets.host",
-    "mlonmcu.targets.spike",
-    "mlonmcu.targets.qemu",
-    "mlonmcu.targets.qemu_arm",
-    "mlonmcu.targets.board",
-    "mlonmcu.features.validate",
-    "mlonmcu.features.profile",
-    "mlonmcu.setup.components",
-)
+log = logging.getLogger("mlonmcu.registry")
+OWN_DISTRIBUTION = "mlonmcu"
 
 
 class Registry(Generic[T]):
-    """Name → class for one kind (backend, target, ...)."""
+    """Name → plugin class for one kind (backend, target, ...)."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, group: str):
         self.kind = kind
+        self.group = group  # the entry point group
         self._classes: dict[str, type[T]] = {}
 
     def register(self, cls: type[T]) -> type[T]:
@@ -42,7 +37,7 @@ class Registry(Generic[T]):
         return cls
 
     def get(self, name: str) -> type[T]:
-        load_builtins()
+        load_plugins()
         try:
             return self._classes[name]
         except KeyError:
@@ -51,40 +46,67 @@ class Registry(Generic[T]):
             ) from None
 
     def names(self) -> list[str]:
-        load_builtins()
+        load_plugins()
         return sorted(self._classes)
 
+    def __contains__(self, name: str) -> bool:
+        load_plugins()
+        return name in self._classes
+
     def __iter__(self) -> Iterator[type[T]]:
-        load_builtins()
+        load_plugins()
         return iter(dict(sorted(self._classes.items())).values())
 
 
-FRONTENDS: Registry[Any] = Registry("frontend")
-BACKENDS: Registry[Any] = Registry("backend")
-PLATFORMS: Registry[Any] = Registry("platform")
-TARGETS: Registry[Any] = Registry("target")
-FEATURES: Registry[Any] = Registry("feature")
-COMPONENTS: Registry[Any] = Registry("component")
+FRONTENDS: Registry[Any] = Registry("frontend", "mlonmcu.frontends")
+BACKENDS: Registry[Any] = Registry("backend", "mlonmcu.backends")
+PLATFORMS: Registry[Any] = Registry("platform", "mlonmcu.platforms")
+TARGETS: Registry[Any] = Registry("target", "mlonmcu.targets")
+FEATURES: Registry[Any] = Registry("feature", "mlonmcu.features")
+COMPONENTS: Registry[Any] = Registry("component", "mlonmcu.components")
 
-_CONFIGURABLE = (FRONTENDS, BACKENDS, PLATFORMS, TARGETS, FEATURES, COMPONENTS)
+REGISTRIES = (FRONTENDS, BACKENDS, PLATFORMS, TARGETS, FEATURES, COMPONENTS)
 _loaded = False
 
 
-def load_builtins() -> None:
+def _plugins_of(loaded: Any) -> Iterable[Any]:
+    return [loaded] if isinstance(loaded, type) else list(loaded())
+
+
+def load_plugins() -> None:
+    """Import every plugin declared by an installed distribution (once per process)."""
     global _loaded
     if _loaded:
         return
     _loaded = True
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
+    own = 0
+    for reg in REGISTRIES:
+        for point in importlib.metadata.entry_points(group=reg.group):
+            dist = point.dist.name if point.dist is not None else "?"
+            try:
+                classes = _plugins_of(point.load())
+            except Exception as err:
+                if dist == OWN_DISTRIBUTION:
+                    raise
+                log.warning(
+                    "ignoring %s plugin '%s' of %s: %s: %s", reg.kind, point.name, dist, type(err).__name__, err
+                )
+                continue
+            own += dist == OWN_DISTRIBUTION
+            for cls in classes:
+                reg.register(cls)
+    if own == 0:
+        _loaded = False
+        raise MlonmcuError(
+            "mlonmcu's plugins are not registered: install the package (pip install -e . or pip install .)"
+        )
 
 
 def option_scopes() -> dict[str, tuple[Option, ...]]:
     """Every configurable name with its declared options."""
-    load_builtins()
     scopes: dict[str, tuple[Option, ...]] = {}
-    for registry in _CONFIGURABLE:
-        for cls in registry:
+    for reg in REGISTRIES:
+        for cls in reg:
             scopes[cls.name] = tuple(scopes.get(cls.name, ())) + tuple(cls.options)
     return scopes
 

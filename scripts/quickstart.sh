@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 . .venv/bin/activate
-mlonmcu setup
+mlonmcu setup --create
 mlonmcu flow run bundled -b tvmaot -t spike -f validate "$@"

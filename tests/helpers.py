@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from mlonmcu.backends.backend import Backend
+from mlonmcu.contracts import BuildResult
 from mlonmcu.environment import init_home
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ class FakeFirmwareBackend(Backend):
     def run_body(self) -> str:
         raise NotImplementedError
 
-    def build(self, model_path: Path, info: Any, out: Path, log: Path) -> dict[str, Any]:
+    def build(self, model_path: Path, info: Any, out: Path, log: Path) -> BuildResult:
         source = FAKE_MODEL_C.format(insize=info.inputs[0].nbytes, outsize=info.outputs[0].nbytes, run=self.run_body())
         (out / "model.c").write_text(source)
-        return {"sources": ["model.c"], "arena_size": 0}
+        return BuildResult(model=model_path.stem, backend=self.name, sources=("model.c",), arena_size=0)

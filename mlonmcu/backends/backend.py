@@ -5,30 +5,27 @@ A backend knows nothing about targets; the API it implements is templates/mlif/m
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mlonmcu.config import Option
-from mlonmcu.models.frontend import ModelInfo
+from mlonmcu.contracts import BuildResult, ModelInfo
+from mlonmcu.plugin import Plugin
+from mlonmcu.setup.deps import Installed
 
 
-class Backend:
-    name: ClassVar[str]
+class Backend(Plugin):
     framework: ClassVar[str]
-    help: ClassVar[str]
-    options: ClassVar[tuple[Option, ...]] = ()
-    requires: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
-        self, config: dict[str, Any], components: dict[str, dict[str, str]] | None = None, cache_dir: Path | None = None
+        self,
+        config: Mapping[str, Any] | None = None,
+        components: Mapping[str, Installed] | None = None,
+        cache_dir: Path | None = None,
     ):
-        self.config = config
-        self.components = components or {}  # located components: version, location, ...
+        super().__init__(config, components)
         self.cache_dir = cache_dir or Path(".")  # HOME/cache: for data shared by all runs
 
-    def opt(self, name: str) -> Any:
-        return self.config[f"{self.name}.{name}"]
-
-    def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> dict[str, Any]:
-        """Write sources to `out`; return facts for the report (at least `arena_size`)."""
+    def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> BuildResult:
+        """Write sources to `out`; say how to compile them and what the report should know."""
         raise NotImplementedError

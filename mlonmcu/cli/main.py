@@ -4,28 +4,58 @@ from __future__ import annotations
 
 import shlex
 import sys
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from mlonmcu import __version__
-from mlonmcu.errors import ConfigError, MlonmcuError, ModelError
+from mlonmcu.errors import ConfigError, Interrupted, MlonmcuError, ModelError
 
 EXIT_FAILED_RUNS = 1
 EXIT_USAGE = 2
+F = TypeVar("F", bound=Callable[..., Any])
 
-HOME_OPTION = click.option(
-    "-H",
-    "--home",
-    "home",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="mlonmcu home (default: $MLONMCU_HOME, else ~/.local/share/mlonmcu)",
-)
+
+def verbosity_options(func: F) -> F:
+    """-v/-q on every command: what the orchestrator tells the terminal (see mlonmcu/logs.py)."""
+
+    def configure(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        from mlonmcu import logs
+
+        verbose = value if param.name == "verbose" else ctx.params.get("verbose", 0)
+        quiet = value if param.name == "quiet" else ctx.params.get("quiet", False)
+        logs.configure(max(-1, verbose - (1 if quiet else 0)))
+        return value
+
+    func = click.option(
+        "-v", "--verbose", count=True, callback=configure, help="say more: -v cache and setup decisions, -vv commands"
+    )(func)
+    return click.option("-q", "--quiet", is_flag=True, callback=configure, help="errors only")(func)
+
+
+def home_options(func: F) -> F:
+    func = click.option(
+        "-H",
+        "--home",
+        "home",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="mlonmcu home (default: $MLONMCU_HOME, else ~/.local/share/mlonmcu); must exist unless --create",
+    )(func)
+    func = click.option("--create", is_flag=True, help="create the HOME given with -H if it does not exist")(func)
+    return verbosity_options(func)
+
+
+def _environment(home: str | None, create: bool) -> Any:
+    from mlonmcu.environment import Environment
+
+    return Environment.load(home, create=True if create else None)
 
 
 class Cli(click.Group):
-    """Turns library errors into one clear line and the documented exit codes."""
+    """Turns library errors into one clear line and the documented exit codes:
+    0 all passed, 1 a run failed, 2 usage error, 130/143 interrupted (SIGINT/SIGTERM)."""
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -36,6 +66,12 @@ class Cli(click.Group):
         except MlonmcuError as err:
             click.echo(f"error: {err}", err=True)
             sys.exit(EXIT_FAILED_RUNS)
+        except Interrupted as stop:
+            click.echo(f"interrupted (signal {stop.signum})", err=True)
+            sys.exit(stop.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
 
 
 @click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -55,7 +91,8 @@ def cli() -> None:
 @click.option("--template", default="default", show_default=True, help="environment template to render")
 @click.option("--force", is_flag=True, help="overwrite an existing environment.yml")
 @click.option("--list", "list_templates", is_flag=True, help="list the available templates")
-def init(home: str | None, template: str, force: bool, list_templates: bool) -> None:
+@verbosity_options
+def init(home: str | None, template: str, force: bool, list_templates: bool, **_: Any) -> None:
     """Create HOME/environment.yml from a template."""
     from mlonmcu.environment import init_home, resolve_home
     from mlonmcu.environment.home import template_names
@@ -68,7 +105,7 @@ def init(home: str | None, template: str, force: bool, list_templates: bool) -> 
 
 
 @cli.command()
-@HOME_OPTION
+@home_options
 @click.option("--list", "list_only", is_flag=True, help="show components, who needs them and whether installed")
 @click.option(
     "--source",
@@ -78,7 +115,9 @@ def init(home: str | None, template: str, force: bool, list_templates: bool) -> 
     help="take a git component from elsewhere: a mirror, a fork, a local checkout (repeatable)",
 )
 @click.argument("components", nargs=-1)
-def setup(home: str | None, list_only: bool, sources: tuple[str, ...], components: tuple[str, ...]) -> None:
+def setup(
+    home: str | None, create: bool, list_only: bool, sources: tuple[str, ...], components: tuple[str, ...], **_: Any
+) -> None:
     """Install components (default: everything the environment needs). Idempotent.
 
     Git components (tflm, flatbuffers, gemmlowp) are cloned shallow from their official
@@ -87,10 +126,9 @@ def setup(home: str | None, list_only: bool, sources: tuple[str, ...], component
     A local work tree given without @REF is used as it is (deps/NAME links to it).
     """
     from mlonmcu.cli.output import console, print_frame
-    from mlonmcu.environment import Environment
     from mlonmcu.setup import installer
 
-    env = Environment.load(home)
+    env = _environment(home, create)
     if list_only:
         import pandas as pd
 
@@ -126,12 +164,10 @@ def setup(home: str | None, list_only: bool, sources: tuple[str, ...], component
 
 
 @cli.command()
-@HOME_OPTION
-def env(home: str | None) -> None:
+@home_options
+def env(home: str | None, create: bool, **_: Any) -> None:
     """Show the environment: paths, enabled plugins, default config."""
-    from mlonmcu.environment import Environment
-
-    e = Environment.load(home)
+    e = _environment(home, create)
     click.echo(f"home:      {e.home}\nfile:      {e.file}\ndeps:      {e.deps_dir}\nsessions:  {e.sessions_dir}")
     click.echo(f"cache:     {e.cache_dir}")
     click.echo("models:    " + "\n           ".join(str(d) for d in e.model_dirs))
@@ -142,18 +178,51 @@ def env(home: str | None) -> None:
 
 
 @cli.command()
-@HOME_OPTION
+@click.argument("names", nargs=-1)
+@verbosity_options
+def options(names: tuple[str, ...], **_: Any) -> None:
+    """Every config key (`-c KEY=VALUE`) with its default and the values it accepts.
+
+    NAMES limits the list to some backends, targets, features or components, e.g. `spike tvmaot`.
+    """
+    import pandas as pd
+
+    from mlonmcu import registry
+    from mlonmcu.cli.output import print_frame
+    from mlonmcu.config import closest
+
+    scopes = registry.option_scopes()
+    for name in names:
+        if name not in scopes:
+            raise ConfigError(
+                f"no plugin or component '{name}'{closest(name, scopes)}; valid: {', '.join(sorted(scopes))}"
+            )
+    rows = [
+        {
+            "key": f"{scope}.{o.name}",
+            "default": "" if o.default is None else str(o.default),
+            "valid": o.valid(),
+            "help": o.help,
+        }
+        for scope, opts in sorted(scopes.items())
+        if not names or scope in names
+        for o in opts
+    ]
+    print_frame(pd.DataFrame(rows), title="config keys")
+
+
+@cli.command()
+@home_options
 @click.option("--detailed", is_flag=True, help="also read each model: I/O, operators, MACs")
-def models(home: str | None, detailed: bool) -> None:
+def models(home: str | None, create: bool, detailed: bool, **_: Any) -> None:
     """List the models found in the model directories (and model groups)."""
     import pandas as pd
 
     from mlonmcu.cli.output import print_frame
-    from mlonmcu.environment import Environment
     from mlonmcu.models.frontend import TfliteFrontend
     from mlonmcu.models.model import list_models, model_groups
 
-    e = Environment.load(home)
+    e = _environment(home, create)
     rows = []
     for model in list_models(e.model_dirs):
         row = {"model": model.name, "size": model.path.stat().st_size, "path": str(model.path)}
@@ -176,14 +245,21 @@ def models(home: str | None, detailed: bool) -> None:
         click.echo(f"group {name}: {', '.join(members)}")
 
 
+FLOW_EPILOG = """\b
+Exit codes: 0 every run passed; 1 a run failed or failed validation (the report is still
+written); 2 usage error, before any run; 130 Ctrl-C, 143 SIGTERM (runs are stopped, the partial
+report and -o are written, unfinished runs say 'interrupted')."""
+
+
 def _flow_command(stage: str) -> click.Command:
     @click.command(
         name=stage,
         help=f"Run models through LOAD … {stage.upper()} and report.\n\n"
         "MODEL is a name from the model directories, a model group or a .tflite path.",
+        epilog=FLOW_EPILOG,
     )
     @click.argument("models", nargs=-1, required=True)
-    @HOME_OPTION
+    @home_options
     @click.option("-b", "--backend", "backends", multiple=True, help="backend (repeatable), e.g. tvmaot")
     @click.option(
         "-t",
@@ -218,12 +294,17 @@ def _flow_command(stage: str) -> click.Command:
         "--output",
         type=click.Path(dir_okay=False),
         default=None,
-        help="also write the report here: .csv, .xlsx, .md, .json or .html",
+        help="also write the report here: .csv, .xlsx, .md, .json or .html (checked before any run)",
     )
-    @click.option("--no-cache", is_flag=True, help="recompute every stage instead of reusing cached outputs")
+    @click.option(
+        "--no-cache", is_flag=True, help="recompute every stage (and replace its cache entry) instead of reusing it"
+    )
     def command(
         models: tuple[str, ...],
         home: str | None,
+        create: bool,
+        verbose: int,
+        quiet: bool,
         backends: tuple[str, ...],
         targets: tuple[str, ...],
         features: tuple[str, ...],
@@ -237,18 +318,16 @@ def _flow_command(stage: str) -> click.Command:
     ) -> None:
         from mlonmcu import api
         from mlonmcu.cli.output import RunProgress, print_frame
+        from mlonmcu.report import columns as col
         from mlonmcu.report.report import summary
+        from mlonmcu.session.run import INTERRUPTED
 
-        if output:
-            from mlonmcu.report.report import FORMATS
-
-            if Path(output).suffix.lower() not in FORMATS:
-                raise ConfigError(f"cannot write report '{output}': use one of {', '.join(FORMATS)}")
         progress = RunProgress()
         try:
             result = api.flow(
                 models,
                 home=home,
+                create_home=True if create else None,
                 backends=backends,
                 targets=targets,
                 features=features,
@@ -260,13 +339,27 @@ def _flow_command(stage: str) -> click.Command:
                 scheduler=scheduler,
                 use_cache=not no_cache,
                 output=output,
+                verbosity=verbose - (1 if quiet else 0),
                 on_planned=lambda specs: progress.start(len(specs)),
                 on_done=lambda r: progress.advance(r.row),
                 command=shlex.join(["mlonmcu", *sys.argv[1:]]),
             )
+        except api.FlowInterrupted as stop:
+            progress.stop()
+            partial = stop.result
+            finished = int((partial.report[col.REASON] != INTERRUPTED).sum())
+            print_frame(summary(partial.report), title=f"session {partial.session.id} (interrupted)")
+            click.echo(
+                f"interrupted by signal {stop.signum}: {finished} of {len(partial.specs)} runs finished; "
+                f"report: {partial.session.report_path}" + (f" and {output}" if output else ""),
+                err=True,
+            )
+            sys.exit(stop.exit_code)
         finally:
             progress.stop()
         print_frame(summary(result.report), title=f"session {result.session.id}")
+        if result.session.report_error:
+            click.echo(f"error: {result.session.report_error}", err=True)
         click.echo(f"report: {result.session.report_path}" + (f" and {output}" if output else ""))
         if result.failed:
             sys.exit(EXIT_FAILED_RUNS)
@@ -284,24 +377,27 @@ for _stage in ("load", "build", "compile", "run"):
 
 
 @cli.command()
-@HOME_OPTION
+@home_options
 @click.argument("action", type=click.Choice(["list", "show"]), default="list")
 @click.argument("session_id", required=False)
-def sessions(home: str | None, action: str, session_id: str | None) -> None:
-    """List sessions, or show one session's report (ID, or 'latest')."""
+def sessions(home: str | None, create: bool, action: str, session_id: str | None, **_: Any) -> None:
+    """List sessions (a killed one shows as 'crashed'), or show one's report: ID or 'latest'."""
     import pandas as pd
 
     from mlonmcu.cli.output import print_frame
-    from mlonmcu.environment import Environment
     from mlonmcu.report.report import read, summary
-    from mlonmcu.session.session import REPORT_FILE, list_sessions, session_dir
+    from mlonmcu.session.session import REPORT_FILE
+    from mlonmcu.session.sessions import list_sessions, session_dir
 
-    e = Environment.load(home)
+    e = _environment(home, create)
     if action == "list":
         rows = [
             {k: s.get(k, "") for k in ("id", "status", "runs", "failed", "started", "label", "command")}
             for s in list_sessions(e)
         ]
+        if not rows:
+            click.echo(f"no sessions in {e.sessions_dir} yet")
+            return
         print_frame(pd.DataFrame(rows), title=f"sessions in {e.sessions_dir}")
         return
     path = session_dir(e, session_id or "latest")
@@ -313,23 +409,62 @@ def sessions(home: str | None, action: str, session_id: str | None) -> None:
 
 
 @cli.command()
-@HOME_OPTION
+@home_options
 @click.option("--keep", type=click.IntRange(min=0), default=10, show_default=True, help="newest sessions to keep")
-@click.option("--cache", "clear_cache", is_flag=True, help="also empty the stage cache")
-def cleanup(home: str | None, keep: int, clear_cache: bool) -> None:
-    """Delete old sessions (and optionally the cache)."""
-    from mlonmcu.environment import Environment
-    from mlonmcu.session.cache import StageCache
-    from mlonmcu.session.session import cleanup as remove_sessions
+@click.option("--cache", "clear_cache", is_flag=True, help="also empty the cache (entries in use are kept)")
+@click.option("--force", is_flag=True, help="wait for running sessions instead of skipping them")
+def cleanup(home: str | None, create: bool, keep: int, clear_cache: bool, force: bool, **_: Any) -> None:
+    """Delete old sessions (and optionally the cache). Running sessions are kept unless --force."""
+    from mlonmcu.session.sessions import cleanup as remove_sessions
+    from mlonmcu.session.sessions import clear_cache as empty_cache
+    from mlonmcu.session.sessions import running_sessions
 
-    e = Environment.load(home)
-    removed = remove_sessions(e, keep)
+    e = _environment(home, create)
+    result = remove_sessions(e, keep, force)
+    removed = result.removed
     click.echo(f"removed {len(removed)} session(s)" + (f": {', '.join(map(str, removed))}" if removed else ""))
+    if result.skipped:
+        click.echo(f"kept running session(s) {', '.join(map(str, result.skipped))} (--force waits for them)")
     if clear_cache:
-        cache = StageCache(e.cache_dir)
-        size = cache.size()
-        cache.clear()
-        click.echo(f"emptied the cache ({size / 1e6:.1f} MB)")
+        running = running_sessions(e)
+        if running and not force:
+            click.echo(
+                f"cache not emptied: session(s) {', '.join(map(str, running))} running (--force: entries in use stay)"
+            )
+            return
+        cleared = empty_cache(e)
+        kept = f"; {cleared.in_use} in use kept" if cleared.in_use else ""
+        click.echo(f"emptied the cache: {cleared.removed} entries, {cleared.freed / 1e6:.1f} MB{kept}")
+
+
+@cli.group()
+def cache() -> None:
+    """The stage cache (HOME/cache) and installed components (HOME/deps)."""
+
+
+@cache.command("verify")
+@home_options
+def cache_verify(home: str | None, create: bool, **_: Any) -> None:
+    """Check every cache entry and component against its manifest; remove damaged cache entries.
+
+    A removed entry is computed again when a run needs it. A damaged component is reported with
+    the `mlonmcu setup` command that reinstalls it (exit code 1).
+    """
+    from mlonmcu.session.sessions import verify_cache
+    from mlonmcu.setup import installer
+
+    e = _environment(home, create)
+    result = verify_cache(e)
+    for line in result.damaged:
+        click.echo(f"damaged, removed: {line}")
+    busy = f" ({result.in_use} in use, not checked)" if result.in_use else ""
+    click.echo(f"cache: {result.checked} entries checked, {len(result.damaged)} damaged and removed{busy}")
+    broken = installer.verify_components(e)
+    for name, problem in broken.items():
+        click.echo(f"component {name}: {problem}; run `mlonmcu setup {name}`")
+    click.echo(f"components: {len(broken)} damaged")
+    if broken:
+        sys.exit(EXIT_FAILED_RUNS)
 
 
 def main() -> None:

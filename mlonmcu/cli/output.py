@@ -9,6 +9,9 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
+
+from mlonmcu.report import columns as col
 
 # Not a terminal (CI logs, pipes): wide enough that report tables are not folded to 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 240)
@@ -28,11 +31,12 @@ def _cell(value: Any) -> str:
 
 
 def print_frame(frame: pd.DataFrame, title: str = "") -> None:
-    table = Table(title=title or None, show_lines=False)
+    """A table of the frame; cells and headers are plain text (`Run Time [s]` is not markup)."""
+    table = Table(title=Text(title) if title else None, show_lines=False)
     for column in frame.columns:
-        table.add_column(str(column), overflow="fold")
+        table.add_column(Text(str(column)), overflow="fold")
     for _, row in frame.iterrows():
-        table.add_row(*(_cell(v) for v in row.tolist()))
+        table.add_row(*(Text(_cell(v)) for v in row.tolist()))
     console.print(table)
 
 
@@ -54,7 +58,7 @@ class RunProgress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),
                 console=err_console,
                 transient=True,
             )
@@ -63,10 +67,11 @@ class RunProgress:
 
     def advance(self, row: dict[str, Any]) -> None:
         self.done += 1
-        status = f"FAILED: {row['Reason']}" if row.get("Failing") else "ok"
-        text = f"[{self.done}/{self.total}] run {row['Run']}: {row['Model']} {row['Backend']} {row['Target']} {status}"
+        status = f"FAILED: {row[col.REASON]}" if row.get(col.FAILING) else "ok"
+        what = f"{row[col.MODEL]} {row[col.BACKEND]} {row[col.TARGET]}"
+        text = f"[{self.done}/{self.total}] run {row[col.RUN]}: {what} {status}"
         if self.progress is not None:
-            self.progress.update(self.task, advance=1, description=f"{row['Model']}/{row['Target']}")
+            self.progress.update(self.task, advance=1, description=f"{row[col.MODEL]}/{row[col.TARGET]}")
             self.progress.console.print(text, markup=False, highlight=False)
         else:
             print(text, file=sys.stderr, flush=True)

@@ -38,13 +38,24 @@ class Environment:
         return self.home / ENV_FILE
 
     @classmethod
-    def load(cls, home: str | os.PathLike[str] | None = None, create: bool = True) -> Environment:
-        """Load HOME/environment.yml; a missing default HOME is created from the default template."""
+    def load(cls, home: str | os.PathLike[str] | None = None, create: bool | None = None) -> Environment:
+        """Load HOME/environment.yml.
+
+        Only the per-user default HOME is created on first use; a HOME named with `-H` or
+        $MLONMCU_HOME must exist (a typo would otherwise silently start an empty one) unless
+        `create` is set (`--create`, or `mlonmcu init`).
+        """
         root = resolve_home(home)
         path = root / ENV_FILE
+        if create is None:
+            create = home is None and not os.environ.get("MLONMCU_HOME")
         if not path.is_file():
             if not create:
-                raise ConfigError(f"no {ENV_FILE} in {root}: run `mlonmcu init {root}`")
+                where = "-H" if home else "$MLONMCU_HOME"
+                raise ConfigError(
+                    f"no mlonmcu HOME at {root} (from {where}): create it with `mlonmcu init {root}`, "
+                    "pass --create, or check the path"
+                )
             init_home(root, DEFAULT_TEMPLATE)
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -96,14 +107,20 @@ class Environment:
                         f"valid: {', '.join(reg.names())}"
                     )
         for name, settings in self.components.items():
-            component = registry.COMPONENTS.get(name) if name in registry.COMPONENTS.names() else None
-            if component is None:
+            if name not in registry.COMPONENTS:
                 names = registry.COMPONENTS.names()
                 raise ConfigError(
                     f"{self.file}: unknown component '{name}'{closest(name, names)}; valid: {', '.join(names)}"
                 )
+            options = {o.name: o for o in registry.COMPONENTS.get(name).options}
             for option, value in settings.items():
-                registry.check_key(f"{name}.{option}").parse(value, f"components.{name}.{option}")
+                if option not in options:
+                    valid = ", ".join(options) or "none"
+                    raise ConfigError(
+                        f"{self.file}: unknown config key '{name}.{option}'{closest(option, options)} under "
+                        f"components:; valid for component {name}: {valid}"
+                    )
+                options[option].parse(value, f"components.{name}.{option}")
         for key, value in self.config.items():
             try:
                 registry.check_key(key).parse(value, key)

@@ -1,26 +1,19 @@
-"""Feature: an option that cuts across components; it hooks into fixed points of the stages."""
+"""Feature: an option that cuts across components; it hooks into fixed points of the stages.
+
+Hooks see only what they need: plan-time settings (samples, printed outputs, definitions) and,
+after RUN, a :class:`PostprocessInput` — never the live run or another stage's files.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from mlonmcu.config import Option
-
-if TYPE_CHECKING:
-    from mlonmcu.session.stages import RunContext
+from mlonmcu.contracts import PostprocessInput
+from mlonmcu.plugin import Plugin
 
 
-class Feature:
-    name: ClassVar[str]
-    help: ClassVar[str]
-    options: ClassVar[tuple[Option, ...]] = ()
-    requires: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, config: dict[str, Any]):
-        self.config = config
-
-    def opt(self, name: str) -> Any:
-        return self.config[f"{self.name}.{name}"]
+class Feature(Plugin):
+    columns: ClassVar[tuple[str, ...]] = ()  # report columns of its own, beyond report/columns.py
 
     def samples(self) -> int:
         """How many input samples LOAD should prepare and the firmware should run (0 = no opinion)."""
@@ -34,5 +27,6 @@ class Feature:
         """Preprocessor definitions for every firmware source (part of the COMPILE key)."""
         return {}
 
-    def postprocess(self, ctx: RunContext, row: dict[str, Any]) -> None:
-        """Add columns to the run's report row (and artifacts to ctx.postprocess_dir)."""
+    def postprocess(self, inp: PostprocessInput) -> dict[str, Any]:
+        """Report cells (keys from report/columns.py) for the run's row; may write to inp.out_dir."""
+        return {}

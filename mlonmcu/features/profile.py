@@ -7,43 +7,42 @@ those of unprofiled inferences. The per-layer table is written to postprocess/pr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
+from mlonmcu.contracts import KernelInfo, Measurement, PostprocessInput
 from mlonmcu.features.feature import Feature
-from mlonmcu.registry import FEATURES
-
-if TYPE_CHECKING:
-    from mlonmcu.session.stages import RunContext
+from mlonmcu.report import columns as col
 
 PROFILE_FILE = "profile.csv"
+# the cost of a kernel, in order of preference: what the target measures best
+METRICS = ("Cycles", "Instructions", "Time [s]")
 
 
-def profile_table(kernels: list[dict[str, Any]], measured: list[dict[str, int]]) -> pd.DataFrame:
+def profile_table(kernels: tuple[KernelInfo, ...], measured: tuple[Measurement, ...]) -> pd.DataFrame:
     rows = []
     for entry in measured:
-        index = entry["kernel"]
-        info = kernels[index] if index < len(kernels) else {"name": f"kernel{index}", "ops": [], "macs": 0}
-        cost = entry.get("instructions", entry.get("cycles"))
+        index = entry.kernel if entry.kernel is not None else -1
+        info = kernels[index] if 0 <= index < len(kernels) else KernelInfo(f"kernel{index}", (), 0)
+        cost = entry.cost()
         rows.append(
             {
                 "Index": index,
-                "Kernel": info["name"],
-                "TFLite Ops": ",".join(info["ops"]),
-                "Arithmetic": info.get("arithmetic", ""),
-                "MACs": info["macs"],
-                "Cycles": entry.get("cycles"),
-                "Instructions": entry.get("instructions"),
-                "Time [s]": entry["ns"] / 1e9 if "ns" in entry else None,
-                "Instructions/MAC": round(cost / info["macs"], 2) if cost is not None and info["macs"] else None,
+                "Kernel": info.name,
+                "TFLite Ops": ",".join(info.ops),
+                "Arithmetic": info.arithmetic,
+                "MACs": info.macs,
+                "Cycles": entry.cycles,
+                "Instructions": entry.instructions,
+                "Time [s]": entry.ns / 1e9 if entry.ns is not None else None,
+                "Instructions/MAC": round(cost / info.macs, 2) if cost is not None and info.macs else None,
             }
         )
     frame = pd.DataFrame(rows)
     return frame.dropna(axis=1, how="all") if not frame.empty else frame
 
 
-@FEATURES.register
 class ProfileFeature(Feature):
     name = "profile"
     help = "per-kernel cycles/instructions of one inference, as a per-layer table (postprocess/profile.csv)"
@@ -51,21 +50,22 @@ class ProfileFeature(Feature):
     def compile_definitions(self) -> dict[str, str]:
         return {"MLONMCU_PROFILE": "1"}
 
-    def postprocess(self, ctx: RunContext, row: dict[str, Any]) -> None:
-        from mlonmcu.session.spec import Stage
-
-        measured = ctx.results[Stage.RUN]["harness"].get("profile", [])
-        kernels = ctx.results[Stage.BUILD].get("kernels", [])
+    def postprocess(self, inp: PostprocessInput) -> dict[str, Any]:
+        measured = inp.harness.profile
         if not measured:
-            row["Profile"] = "no per-kernel data (the backend does not support profiling)"
-            return
-        table = profile_table(kernels, measured)
-        table.to_csv(ctx.postprocess_dir / PROFILE_FILE, index=False)
-        metric = "Cycles" if "Cycles" in table else "Time [s]"
+            return {col.PROFILE: "no per-kernel data (the backend does not support profiling)"}
+        table = profile_table(inp.kernels, measured)
+        table.to_csv(inp.out_dir / PROFILE_FILE, index=False)
+        metric = next((m for m in METRICS if m in table and table[m].notna().any()), None)
+        if metric is None:
+            return {col.PROFILE_KERNELS: len(table), col.PROFILE: f"the counter '{inp.counter}' measured nothing"}
         total = float(table[metric].sum())
         floats = float(table.loc[table["Arithmetic"] == "float", metric].sum()) if "Arithmetic" in table else 0.0
-        slowest = table.loc[table[metric].idxmax()]
-        row["Profile Kernels"] = len(table)
-        row["Profile Total"] = total
-        row["Float Share [%]"] = round(100.0 * floats / total, 1) if total else 0.0
-        row["Slowest Kernel"] = f"{slowest['Kernel']} ({slowest['TFLite Ops']}, {100.0 * slowest[metric] / total:.0f}%)"
+        slowest = table.iloc[int(table[metric].to_numpy().argmax())]
+        share = 100.0 * slowest[metric] / total if total else 0.0
+        return {
+            col.PROFILE_KERNELS: len(table),
+            col.PROFILE_TOTAL: total,
+            col.FLOAT_SHARE: round(100.0 * floats / total, 1) if total else 0.0,
+            col.SLOWEST_KERNEL: f"{slowest['Kernel']} ({slowest['TFLite Ops']}, {share:.0f}%)",
+        }

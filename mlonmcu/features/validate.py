@@ -2,49 +2,45 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from mlonmcu.config import Option
+from mlonmcu.contracts import PostprocessInput, Sample
 from mlonmcu.features.feature import Feature
-from mlonmcu.registry import FEATURES
-
-if TYPE_CHECKING:
-    from mlonmcu.session.stages import RunContext
+from mlonmcu.report import columns as col
 
 INT_ATOL = 1.0
 FLOAT_ATOL = 1e-4
 FLOAT_RTOL = 1e-3
+MAX_SAMPLES = 1000  # embedded in the firmware image: more would only fill the disk
 
 
-@FEATURES.register
 class ValidateFeature(Feature):
     name = "validate"
     help = "compare the firmware's outputs with LiteRT reference-kernel outputs on every sample"
     options = (
-        Option("samples", "int", 10, "how many of the model's samples to run (at most)"),
-        Option("atol", "float", None, f"absolute tolerance (default {INT_ATOL:g} int unit, {FLOAT_ATOL:g} for floats)"),
-        Option("rtol", "float", None, f"relative tolerance for float outputs; default {FLOAT_RTOL:g}"),
+        Option("samples", int, 10, "how many of the model's samples to run (at most)", min=1, max=MAX_SAMPLES),
+        Option(
+            "atol", float, None, f"absolute tolerance (default {INT_ATOL:g} int unit, {FLOAT_ATOL:g} for floats)", min=0
+        ),
+        Option("rtol", float, None, f"relative tolerance for float outputs; default {FLOAT_RTOL:g}", min=0),
     )
 
     def samples(self) -> int:
-        return max(1, int(self.opt("samples")))
+        return int(self.opt("samples"))
 
     def print_outputs(self) -> bool:
         return True
 
-    def postprocess(self, ctx: RunContext, row: dict[str, Any]) -> None:
-        from mlonmcu.session.spec import Stage
-        from mlonmcu.session.stages import OUTPUTS_FILE, REFERENCE_FILE, load_samples
-
-        load = ctx.results[Stage.LOAD]
-        reference_path = ctx.stage_dir(Stage.LOAD) / REFERENCE_FILE
-        if load.get("reference_error") or not reference_path.is_file():
-            row["Validation"] = "fail"
-            row["Validation Detail"] = f"no reference outputs: {load.get('reference_error') or 'missing'}"
-            return
-        self.compare(row, load_samples(ctx.stage_dir(Stage.RUN) / OUTPUTS_FILE), load_samples(reference_path))
+    def postprocess(self, inp: PostprocessInput) -> dict[str, Any]:
+        if inp.references is None:
+            return {
+                col.VALIDATION: "fail",
+                col.VALIDATION_DETAIL: f"no reference outputs: {inp.reference_error or 'missing'}",
+            }
+        return self.compare(inp.outputs, inp.references)
 
     def tolerance(self, dtype: np.dtype) -> tuple[float, float]:
         is_int = np.dtype(dtype).kind in "iu"
@@ -53,11 +49,12 @@ class ValidateFeature(Feature):
         rtol = (0.0 if is_int else FLOAT_RTOL) if rtol is None else rtol
         return atol, rtol
 
-    def compare(self, row: dict[str, Any], outputs: list[list[np.ndarray]], references: list[list[np.ndarray]]) -> None:
+    def compare(self, outputs: list[Sample], references: list[Sample]) -> dict[str, Any]:
         if len(outputs) < len(references):
-            row["Validation"] = "fail"
-            row["Validation Detail"] = f"firmware printed outputs for {len(outputs)} of {len(references)} samples"
-            return
+            return {
+                col.VALIDATION: "fail",
+                col.VALIDATION_DETAIL: f"firmware printed outputs for {len(outputs)} of {len(references)} samples",
+            }
         worst = 0.0
         mismatched = 0
         for sample_out, sample_ref in zip(outputs, references, strict=False):
@@ -68,10 +65,12 @@ class ValidateFeature(Feature):
                 atol, rtol = self.tolerance(ref.dtype)
                 sample_ok &= bool(np.all(diff <= atol + rtol * np.abs(ref.astype(np.float64))))
             mismatched += not sample_ok
-        row["Validation"] = "pass" if mismatched == 0 else "fail"
-        row["Max Abs Error"] = worst
-        row["Validation Detail"] = (
-            f"{len(references)} samples"
-            if mismatched == 0
-            else f"{mismatched} of {len(references)} samples out of tolerance"
-        )
+        return {
+            col.VALIDATION: "pass" if mismatched == 0 else "fail",
+            col.MAX_ABS_ERROR: worst,
+            col.VALIDATION_DETAIL: (
+                f"{len(references)} samples"
+                if mismatched == 0
+                else f"{mismatched} of {len(references)} samples out of tolerance"
+            ),
+        }

@@ -2,65 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from mlonmcu.config import Option
+from mlonmcu.contracts import ModelInfo, TensorInfo
 from mlonmcu.errors import ModelError
-from mlonmcu.registry import FRONTENDS
-
-
-@dataclass
-class TensorInfo:
-    name: str
-    shape: list[int]
-    dtype: str
-    scale: list[float] = field(default_factory=list)
-    zero_point: list[int] = field(default_factory=list)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape)) if self.shape else 1
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * np.dtype(self.dtype).itemsize
-
-    @property
-    def quantized(self) -> bool:
-        return bool(self.scale) and np.dtype(self.dtype).kind in "iu"
-
-
-@dataclass
-class ModelInfo:
-    """What LOAD records about a model; stored as model_info.json."""
-
-    frontend: str
-    size: int
-    inputs: list[TensorInfo]
-    outputs: list[TensorInfo]
-    operators: list[str]
-    macs: int
-    activations: int = 0  # bytes of the largest set of activation tensors live at once
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelInfo:
-        return cls(
-            frontend=data["frontend"],
-            size=data["size"],
-            inputs=[TensorInfo(**t) for t in data["inputs"]],
-            outputs=[TensorInfo(**t) for t in data["outputs"]],
-            operators=list(data["operators"]),
-            macs=int(data["macs"]),
-            activations=int(data.get("activations", 0)),
-        )
-
+from mlonmcu.plugin import Plugin
 
 _DTYPES = {
     0: "float32",
@@ -83,18 +32,25 @@ def _op_names() -> dict[int, str]:
     return {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
 
 
+def _text(value: bytes | None) -> str:
+    """Flatbuffer strings are optional: a missing name or custom code is "" (not a crash)."""
+    return value.decode("utf-8", errors="replace") if value else ""
+
+
 def _tensor(subgraph: Any, index: int) -> TensorInfo:
     tensor = subgraph.Tensors(index)
     quant = tensor.Quantization()
-    scale, zero = [], []
+    scale: tuple[float, ...] = ()
+    zero: tuple[int, ...] = ()
     if quant is not None and quant.ScaleLength():
-        scale = [float(s) for s in quant.ScaleAsNumpy()]
-        zero = [int(z) for z in quant.ZeroPointAsNumpy()] if quant.ZeroPointLength() else [0] * len(scale)
+        scale = tuple(float(s) for s in quant.ScaleAsNumpy())
+        zero = tuple(int(z) for z in quant.ZeroPointAsNumpy()) if quant.ZeroPointLength() else (0,) * len(scale)
     code = tensor.Type()
+    name = _text(tensor.Name()) or f"tensor{index}"
     if code not in _DTYPES:
-        raise ModelError(f"tensor '{tensor.Name().decode()}' has unsupported TFLite type {code}")
-    shape = [int(d) for d in tensor.ShapeAsNumpy()] if tensor.ShapeLength() else []
-    return TensorInfo(tensor.Name().decode(), shape, _DTYPES[code], scale, zero)
+        raise ModelError(f"tensor '{name}' has unsupported TFLite type {code}")
+    shape = tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength() else ()
+    return TensorInfo(name, shape, _DTYPES[code], scale, zero)
 
 
 def _macs(op: str, subgraph: Any, operator: Any) -> int:
@@ -176,15 +132,48 @@ def _activation_lower_bound(model: Any, subgraph: Any, names: dict[int, str]) ->
     )
 
 
-@FRONTENDS.register
-class TfliteFrontend:
+class TfliteFrontend(Plugin):
     """Reads .tflite flatbuffers with the `tflite` package; no TensorFlow needed."""
 
     name = "tflite"
-    options: ClassVar[tuple[Option, ...]] = ()
-    requires: ClassVar[tuple[str, ...]] = ("litert",)
+    help = "TFLite flatbuffers (.tflite): I/O, operators, MACs, activation lower bound"
+    requires = ("litert",)
 
     def describe(self, path: Path) -> ModelInfo:
+        """Parse, then analyse: only a flatbuffer that does not parse is called corrupt; a model
+        that parses but defeats the analysis is reported as what it is."""
+        model, subgraph = self._parse(path)
+        names = _op_names()
+        try:
+            operators: list[str] = []
+            macs = 0
+            for i in range(subgraph.OperatorsLength()):
+                operator = subgraph.Operators(i)
+                code = model.OperatorCodes(operator.OpcodeIndex())
+                builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+                op = names.get(builtin, f"BUILTIN_{builtin}")
+                if op == "CUSTOM" and _text(code.CustomCode()):
+                    op = f"CUSTOM:{_text(code.CustomCode())}"
+                operators.append(op)
+                macs += _macs(op, subgraph, operator)
+        except (IndexError, TypeError, ValueError) as err:
+            raise ModelError(
+                f"{path.name}: cannot count the MACs of its operators: {type(err).__name__}: {err}"
+            ) from None
+        try:
+            activations = _activation_lower_bound(model, subgraph, names)
+        except (IndexError, TypeError, ValueError) as err:
+            raise ModelError(
+                f"{path.name}: cannot compute the liveness of its tensors: {type(err).__name__}: {err}"
+            ) from None
+        inputs = tuple(_tensor(subgraph, subgraph.Inputs(i)) for i in range(subgraph.InputsLength()))
+        outputs = tuple(_tensor(subgraph, subgraph.Outputs(i)) for i in range(subgraph.OutputsLength()))
+        unique_ops = tuple(dict.fromkeys(operators))
+        return ModelInfo("tflite", path.stat().st_size, inputs, outputs, unique_ops, macs, activations)
+
+    @staticmethod
+    def _parse(path: Path) -> tuple[Any, Any]:
+        """The model and its main subgraph, with every table the analysis reads touched once."""
         import tflite
 
         buf = path.read_bytes()
@@ -195,24 +184,17 @@ class TfliteFrontend:
             if model.SubgraphsLength() < 1:
                 raise ModelError(f"{path.name}: TFLite model has no subgraph")
             subgraph = model.Subgraphs(0)
-            names = _op_names()
-            operators: list[str] = []
-            macs = 0
+            for i in range(subgraph.TensorsLength()):
+                tensor = subgraph.Tensors(i)
+                tensor.Type(), tensor.ShapeAsNumpy() if tensor.ShapeLength() else None, tensor.Buffer()
             for i in range(subgraph.OperatorsLength()):
                 operator = subgraph.Operators(i)
-                code = model.OperatorCodes(operator.OpcodeIndex())
-                builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
-                op = names.get(builtin, f"BUILTIN_{builtin}")
-                if op == "CUSTOM" and code.CustomCode():
-                    op = f"CUSTOM:{code.CustomCode().decode()}"
-                operators.append(op)
-                macs += _macs(op, subgraph, operator)
-            activations = _activation_lower_bound(model, subgraph, names)
-            inputs = [_tensor(subgraph, subgraph.Inputs(i)) for i in range(subgraph.InputsLength())]
-            outputs = [_tensor(subgraph, subgraph.Outputs(i)) for i in range(subgraph.OutputsLength())]
+                model.OperatorCodes(operator.OpcodeIndex()).BuiltinCode()
+                operator.InputsAsNumpy(), operator.OutputsAsNumpy()
+            for i in range(model.BuffersLength()):
+                model.Buffers(i).DataLength()
         except ModelError:
             raise
         except Exception as err:  # the flatbuffer reader raises anything on corrupt data
             raise ModelError(f"{path.name} is a corrupt TFLite model: {type(err).__name__}: {err}") from None
-        unique_ops = list(dict.fromkeys(operators))
-        return ModelInfo("tflite", len(buf), inputs, outputs, unique_ops, macs, activations)
+        return model, subgraph

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mlonmcu.contracts import Sample
 from mlonmcu.errors import ModelError
-from mlonmcu.models.samples import Sample
 
 
 def reference_outputs(model_path: Path, samples: list[Sample]) -> list[Sample]:

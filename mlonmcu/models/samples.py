@@ -8,15 +8,14 @@ with the input's scale/zero point when the model takes an integer tensor.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from mlonmcu.contracts import Sample, TensorInfo
 from mlonmcu.errors import ModelError
-from mlonmcu.models.frontend import TensorInfo
 from mlonmcu.models.model import Model
-
-Sample = list[np.ndarray]
 
 
 def quantize(values: np.ndarray, tensor: TensorInfo) -> np.ndarray:
@@ -57,7 +56,12 @@ def _numbered(directory: Path) -> list[Path]:
     return sorted(files, key=lambda p: int(p.stem))
 
 
-def random_sample(inputs: list[TensorInfo], rng: np.random.Generator) -> Sample:
+def sample_files(model: Model) -> list[Path]:
+    """The model's own input samples (mlonmcu-models layout); [] when it has none."""
+    return _numbered(model.input_dir) if model.input_dir is not None else []
+
+
+def random_sample(inputs: Sequence[TensorInfo], rng: np.random.Generator) -> Sample:
     sample = []
     for tensor in inputs:
         dtype = np.dtype(tensor.dtype)
@@ -69,7 +73,7 @@ def random_sample(inputs: list[TensorInfo], rng: np.random.Generator) -> Sample:
     return sample
 
 
-def prepare_inputs(model: Model, inputs: list[TensorInfo], count: int, seed: int = 0) -> tuple[list[Sample], str]:
+def prepare_inputs(model: Model, inputs: Sequence[TensorInfo], count: int, seed: int = 0) -> tuple[list[Sample], str]:
     """Up to `count` samples and a note on their origin."""
     count = max(1, count)
     directory = model.input_dir

@@ -6,14 +6,17 @@ from pathlib import Path
 
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from mlonmcu.contracts import MemoryUsage
 
 # Sections in the image that are not part of the firmware proper (harness input samples).
 EXCLUDED = frozenset({".mlonmcu_samples"})
 STACK_SECTIONS = frozenset({".stack", ".heap"})
 
 
-def memory_usage(elf: Path) -> dict[str, int]:
-    """Report columns: ROM code/read-only/data and RAM data/zero-init/stack, with totals."""
+def memory_usage(elf: Path) -> MemoryUsage:
+    """ROM code/read-only/data and RAM zero-init/stack (RAM data is the ROM data's copy)."""
     rom_code = rom_ro = rom_data = ram_zero = ram_stack = 0
     with elf.open("rb") as fh:
         for section in ELFFile(fh).iter_sections():
@@ -33,23 +36,14 @@ def memory_usage(elf: Path) -> dict[str, int]:
                 rom_data += size  # load image in ROM, copied to RAM at start-up
             else:
                 rom_ro += size
-    return {
-        "Total ROM": rom_code + rom_ro + rom_data,
-        "ROM code": rom_code,
-        "ROM read-only": rom_ro,
-        "ROM data": rom_data,
-        "Total RAM": rom_data + ram_zero + ram_stack,
-        "RAM data": rom_data,
-        "RAM zero-init data": ram_zero,
-        "RAM stack": ram_stack,
-    }
+    return MemoryUsage(rom_code, rom_ro, rom_data, ram_zero, ram_stack)
 
 
 def symbol(elf: Path, name: str) -> tuple[int, int] | None:
     """(address, size) of a symbol; Thumb function addresses without their mode bit."""
     with elf.open("rb") as fh:
         symtab = ELFFile(fh).get_section_by_name(".symtab")
-        if symtab is None:
+        if not isinstance(symtab, SymbolTableSection):
             return None
         symbols = symtab.get_symbol_by_name(name)
         if not symbols:

@@ -2,94 +2,97 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
+from mlonmcu.contracts import HarnessEnd, HarnessRecord, Measurement
 from mlonmcu.errors import StageError
 
 _LINE = re.compile(r"^MLONMCU (BEGIN|SETUP|RUN|OUTPUT|PROFILE|ARENA|END|ERROR|TRAP|MARK)\b(.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
+_MEASURED = {f.name for f in dataclasses.fields(Measurement)}
 
 
 @dataclass
-class HarnessResult:
-    setup: dict[str, int] = field(default_factory=dict)
-    runs: list[dict[str, int]] = field(default_factory=list)
-    profile: list[dict[str, int]] = field(default_factory=list)
+class ParsedOutput:
+    """Everything the firmware printed: the records, the raw output tensors, the arena probe."""
+
+    record: HarnessRecord
     outputs: dict[int, dict[int, bytes]] = field(default_factory=dict)
-    end: dict[str, int] | None = None
-    arena: dict[str, int] | None = None  # calibration firmware: the arena the model needs
-    errors: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "setup": self.setup,
-            "runs": self.runs,
-            "profile": self.profile,
-            "end": self.end,
-            "errors": self.errors,
-            "samples_with_outputs": sorted(self.outputs),
-        }
+    arena_needed: int | None = None  # calibration firmware: the arena the model needs
 
 
-def _numbers(fields: dict[str, str]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for key, value in fields.items():
-        if key == "marks":  # indices of the instruction-count marks around the region
-            before, _, after = value.partition(":")
-            values[key] = (int(before), int(after))
-        else:
-            values[key] = int(value)
-    return values
+def _measurement(fields: dict[str, str], counts: dict[int, int]) -> Measurement:
+    """A record's numbers; `marks=before:after` becomes the instructions an external counter
+    (mlonmcu's QEMU plugin) saw between the two marks."""
+    values = {k: int(v) for k, v in fields.items() if k in _MEASURED}
+    if "marks" in fields:
+        before, _, after = fields["marks"].partition(":")
+        if int(before) in counts and int(after) in counts:
+            values["instructions"] = counts[int(after)] - counts[int(before)]
+    return Measurement(**values)
 
 
-def _resolve_marks(result: HarnessResult, counts: dict[int, int]) -> None:
-    """Replace `marks=before:after` by the instructions an external counter saw between them."""
-    for record in [result.setup, *result.runs, *result.profile]:
-        if "marks" in record:
-            before, after = record.pop("marks")
-            if before in counts and after in counts:
-                record["instructions"] = counts[after] - counts[before]
-
-
-def parse(text: str) -> HarnessResult:
-    result = HarnessResult()
+def parse(text: str) -> ParsedOutput:
+    lines = [m.groups() for m in (_LINE.match(raw.strip()) for raw in text.splitlines()) if m]
+    if not any(kind == "BEGIN" for kind, _ in lines):
+        raise StageError("the firmware printed nothing mlonmcu understands (no 'MLONMCU BEGIN' line)")
     counts: dict[int, int] = {}
-    began = False
-    for raw in text.splitlines():
-        match = _LINE.match(raw.strip())
-        if not match:
-            continue
-        kind, rest = match.groups()
+    for kind, rest in lines:
         if kind == "MARK":  # printed by mlonmcu's QEMU plugin: index, instructions before it
             index, count = rest.split()
             counts[int(index)] = int(count)
-            continue
+    setup = Measurement()
+    runs: list[Measurement] = []
+    profile: list[Measurement] = []
+    errors: list[str] = []
+    end: HarnessEnd | None = None
+    outputs: dict[int, dict[int, bytes]] = {}
+    arena: int | None = None
+    for kind, rest in lines:
         fields = dict(_FIELD.findall(rest))
-        if kind == "BEGIN":
-            began = True
-        elif kind in ("ERROR", "TRAP"):
-            result.errors.append(f"{kind.lower()} {rest.strip()}".strip())
+        if kind in ("ERROR", "TRAP"):
+            errors.append(f"{kind.lower()} {rest.strip()}".strip())
         elif kind == "OUTPUT":
             sample, index = int(fields["sample"]), int(fields["index"])
             data = bytes.fromhex(fields.get("data", ""))
             if len(data) != int(fields["size"]):
                 raise StageError(f"truncated output line for sample {sample} output {index}")
-            result.outputs.setdefault(sample, {})[index] = data
-        else:
-            numbers = _numbers(fields)
-            if kind == "SETUP":
-                result.setup = numbers
-            elif kind == "RUN":
-                result.runs.append(numbers)
-            elif kind == "PROFILE":
-                result.profile.append(numbers)
-            elif kind == "ARENA":
-                result.arena = numbers
-            else:
-                result.end = numbers
-    if not began:
-        raise StageError("the firmware printed nothing mlonmcu understands (no 'MLONMCU BEGIN' line)")
-    _resolve_marks(result, counts)
-    return result
+            outputs.setdefault(sample, {})[index] = data
+        elif kind == "SETUP":
+            setup = _measurement(fields, counts)
+        elif kind == "RUN":
+            runs.append(_measurement(fields, counts))
+        elif kind == "PROFILE":
+            profile.append(_measurement(fields, counts))
+        elif kind == "ARENA":
+            arena = int(fields.get("needed", 0))
+        elif kind == "END":
+            end = HarnessEnd(int(fields.get("status", 0)), int(fields["stack"]) if "stack" in fields else None)
+    record = HarnessRecord(setup, tuple(runs), _per_kernel(profile), end, tuple(errors), tuple(sorted(outputs)))
+    return ParsedOutput(record, outputs, arena)
+
+
+def _per_kernel(profile: list[Measurement]) -> tuple[Measurement, ...]:
+    """One record per kernel: the harness reports each call separately where it cannot sum
+    (instruction marks), so calls of the same kernel are added up here."""
+    merged: dict[int | None, Measurement] = {}
+    for m in profile:
+        seen = merged.get(m.kernel)
+        if seen is None:
+            merged[m.kernel] = m
+            continue
+        merged[m.kernel] = Measurement(
+            status=seen.status or m.status,
+            kernel=m.kernel,
+            calls=(seen.calls or 0) + (m.calls or 0),
+            cycles=_add(seen.cycles, m.cycles),
+            instructions=_add(seen.instructions, m.instructions),
+            ns=_add(seen.ns, m.ns),
+        )
+    return tuple(merged.values())
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b

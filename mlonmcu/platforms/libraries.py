@@ -7,88 +7,96 @@ archive instead of paying minutes of compilation again.
 
 from __future__ import annotations
 
-import fcntl
+import logging
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from mlonmcu.hashing import value_hash
+from mlonmcu.contracts import LibrarySpec, TargetProfile
+from mlonmcu.data import templates_dir
+from mlonmcu.entry import Entry
+from mlonmcu.hashing import file_hash, tree_hash, value_hash
 from mlonmcu.platforms.templates import render
 from mlonmcu.process import run
-from mlonmcu.targets.target import TargetProfile
+
+logger = logging.getLogger("mlonmcu.cache")
 
 
-def library_key(spec: dict[str, Any], profile: TargetProfile, toolchain_version: str) -> str:
+def library_key(spec: LibrarySpec, profile: TargetProfile, toolchain_version: str) -> str:
     flags = {k: getattr(profile, k) for k in ("toolchain", "compile_flags", "c_flags", "cxx_flags", "toolchain_vars")}
     return value_hash(
         {
-            "library": spec["identity"],
-            "definitions": spec["definitions"],
+            "library": spec.identity,
+            "definitions": spec.definitions,
             "flags": flags,
-            "library_flags": [spec["compile_flags"], spec["cxx_flags"], spec["source_options"]],
+            "library_flags": [
+                spec.compile_flags,
+                spec.cxx_flags,
+                [(g.sources, g.options) for g in spec.source_options],
+            ],
             "toolchain": toolchain_version,
+            # what builds it: this module and the CMake templates (not all of mlonmcu: a
+            # library takes minutes to build, and nothing else of mlonmcu goes into it)
+            "code": value_hash([file_hash(Path(__file__)), tree_hash(templates_dir() / "cmake")]),
         }
     )
 
 
-def build_library(
-    spec: dict[str, Any], profile: TargetProfile, toolchain_version: str, cache_root: Path, log: Path
-) -> Path:
-    """The archive for this target, built if no session built it before (locked: built once)."""
+@contextmanager
+def library_archive(
+    spec: LibrarySpec, profile: TargetProfile, toolchain_version: str, cache_root: Path, log: Path
+) -> Iterator[Path]:
+    """The archive for this target, built if no session built it before (once: locked), verified
+    against its manifest when reused, and protected from cleanup while the caller links it."""
     key = library_key(spec, profile, toolchain_version)
-    directory = cache_root / "libraries" / spec["name"] / key[:24]
-    archive = directory / f"lib{spec['name']}.a"
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    with (directory.parent / f"{key[:24]}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if archive.is_file():
+    entry = Entry(cache_root / "libraries" / spec.name / key[:24], f"library {spec.name} {key[:12]}")
+    archive = entry.path / f"lib{spec.name}.a"
+    with entry.using(lambda staging: _build(spec, profile, staging / archive.name, log)) as hit:
+        if hit:
+            logger.info("cache hit: library %s %s", spec.name, key[:12])
             with log.open("a") as fh:
-                fh.write(f"[mlonmcu] {spec['name']}: reusing {archive}\n")
-            return archive
-        with tempfile.TemporaryDirectory(prefix=f"mlonmcu-{spec['name']}-", dir=directory.parent) as tmp:
-            work = Path(tmp)
-            render(f"cmake/{profile.toolchain_file}", work / "toolchain.cmake", **profile.toolchain_vars)
-            root = Path(spec["root"])
-            render(
-                "cmake/library.txt.j2",
-                work / "project" / "CMakeLists.txt",
-                name=spec["name"],
-                family=profile.family,
-                sources=[(root / s).as_posix() for s in spec["sources"]],
-                include_dirs=spec["include_dirs"],
-                definitions=spec["definitions"],
-                compile_flags=[
-                    *profile.compile_flags,
-                    *spec["compile_flags"],
-                    "-ffunction-sections",
-                    "-fdata-sections",
-                ],
-                c_flags=list(profile.c_flags),
-                cxx_flags=[*profile.cxx_flags, *spec["cxx_flags"]],
-                source_options=[
-                    {"sources": [(root / s).as_posix() for s in group["sources"]], "options": group["options"]}
-                    for group in spec["source_options"]
-                ],
-            )
-            with log.open("a") as fh:
-                fh.write(f"[mlonmcu] building {spec['name']} ({len(spec['sources'])} sources) for {profile.family}\n")
-            run(
-                [
-                    "cmake",
-                    "-S",
-                    work / "project",
-                    "-B",
-                    work / "build",
-                    f"-DCMAKE_TOOLCHAIN_FILE={work / 'toolchain.cmake'}",
-                    "-DCMAKE_BUILD_TYPE=None",
-                ],
-                log=log,
-                what=f"cmake configure ({spec['name']})",
-            )
-            run(["cmake", "--build", work / "build", "--parallel", "2"], log=log, what=f"{spec['name']} build")
-            staging = Path(tempfile.mkdtemp(dir=directory.parent))
-            shutil.copyfile(work / "build" / f"lib{spec['name']}.a", staging / archive.name)
-            shutil.rmtree(directory, ignore_errors=True)
-            staging.replace(directory)
-        return archive
+                fh.write(f"[mlonmcu] {spec.name}: reusing {archive}\n")
+        yield archive
+
+
+def _build(spec: LibrarySpec, profile: TargetProfile, archive: Path, log: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix=f"mlonmcu-{spec.name}-") as tmp:
+        work = Path(tmp)
+        render(f"cmake/{profile.toolchain_file}", work / "toolchain.cmake", **profile.toolchain_vars)
+        root = Path(spec.root)
+        render(
+            "cmake/library.txt.j2",
+            work / "project" / "CMakeLists.txt",
+            name=spec.name,
+            family=profile.family,
+            sources=[(root / s).as_posix() for s in spec.sources],
+            include_dirs=list(spec.include_dirs),
+            definitions=list(spec.definitions),
+            compile_flags=[*profile.compile_flags, *spec.compile_flags, "-ffunction-sections", "-fdata-sections"],
+            c_flags=list(profile.c_flags),
+            cxx_flags=[*profile.cxx_flags, *spec.cxx_flags],
+            source_options=[
+                {"sources": [(root / s).as_posix() for s in group.sources], "options": list(group.options)}
+                for group in spec.source_options
+            ],
+        )
+        with log.open("a") as fh:
+            fh.write(f"[mlonmcu] building {spec.name} ({len(spec.sources)} sources) for {profile.family}\n")
+        logger.info("building library %s for %s", spec.name, profile.family)
+        run(
+            [
+                "cmake",
+                "-S",
+                work / "project",
+                "-B",
+                work / "build",
+                f"-DCMAKE_TOOLCHAIN_FILE={work / 'toolchain.cmake'}",
+                "-DCMAKE_BUILD_TYPE=None",
+            ],
+            log=log,
+            what=f"cmake configure ({spec.name})",
+        )
+        run(["cmake", "--build", work / "build", "--parallel", "2"], log=log, what=f"{spec.name} build")
+        shutil.copyfile(work / "build" / archive.name, archive)

@@ -4,62 +4,66 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
-from typing import Any, ClassVar
+from contextlib import ExitStack
+from typing import Any
 
 import numpy as np
 
 from mlonmcu.config import Option
+from mlonmcu.contracts import CompileResult, FirmwareRequest, Sample, TargetProfile
 from mlonmcu.errors import StageError, ToolError
-from mlonmcu.models.samples import Sample
 from mlonmcu.platforms.elf import memory_usage
-from mlonmcu.platforms.libraries import build_library
+from mlonmcu.platforms.libraries import library_archive
 from mlonmcu.platforms.templates import c_byte_lines, install_directory, render
+from mlonmcu.plugin import Plugin
 from mlonmcu.process import run
-from mlonmcu.registry import PLATFORMS
-from mlonmcu.targets.target import TargetProfile
 
 ELF_NAME = "firmware.elf"
 MAP_NAME = "firmware.map"
 
 
-@PLATFORMS.register
-class MlifPlatform:
+class MlifPlatform(Plugin):
     name = "mlif"
     help = "CMake-built benchmark firmware: harness + backend sources + target start-up code"
-    options: ClassVar[tuple[Option, ...]] = (
-        Option("optimize", "choice", "O2", "compiler optimisation level", ("O2", "Os", "O3")),
-        Option("repeat", "int", 1, "inferences on the first sample (the report's Run figures are their mean)"),
-        Option("debug", "bool", False, "compile with -g (larger ELF, same code)"),
+    options = (
+        Option("optimize", str, "O2", "compiler optimisation level", choices=("O2", "Os", "O3")),
+        Option(
+            "repeat",
+            int,
+            1,
+            "inferences on the first sample (the report's Run figures are their mean)",
+            min=1,
+            max=1000,
+        ),
+        Option("debug", bool, False, "compile with -g (larger ELF, same code)"),
     )
-    requires: ClassVar[tuple[str, ...]] = ("cmake",)
+    requires = ("cmake",)
 
-    def __init__(self, config: dict[str, Any]):
-        self.config = config
-
-    def compile(
-        self,
-        sources: Path,
-        build: dict[str, Any],
-        profile: TargetProfile,
-        samples: list[Sample],
-        print_outputs: bool,
-        definitions: dict[str, str],
-        out: Path,
-        work: Path,
-        log: Path,
-        cache_root: Path,
-        toolchain_version: str,
-    ) -> dict[str, Any]:
+    def compile(self, request: FirmwareRequest) -> CompileResult:
         """Generate the CMake project in `out/project`, build it in `work`, keep ELF and map.
 
         Static libraries the backend asks for are built for the target first (or taken from the
         cache, where an earlier run left them).
         """
-        archives = [
-            str(build_library(spec, profile, toolchain_version, cache_root, log))
-            for spec in build.get("static_libraries", [])
-        ]
+        r = request
+        with ExitStack() as stack:
+            archives = [
+                str(stack.enter_context(library_archive(spec, r.profile, r.toolchain_version, r.cache_root, r.log)))
+                for spec in r.build.static_libraries
+            ]
+            self._build_firmware(r, archives)
+        return CompileResult(elf=ELF_NAME, map=MAP_NAME, memory=memory_usage(r.out / ELF_NAME))
+
+    def _build_firmware(self, request: FirmwareRequest, archives: list[str]) -> None:
+        sources, build, profile, out, work, log = (
+            request.sources,
+            request.build,
+            request.profile,
+            request.out,
+            request.work,
+            request.log,
+        )
+        definitions = request.definitions
         project = out / "project"
         values = {"family": profile.family, "memory": profile.memory, **profile.template_values}
         support = [
@@ -67,19 +71,21 @@ class MlifPlatform:
             for directory in profile.support
             for path in install_directory(f"targets/{directory}", project / "target", **values)
         ]
-        harness = install_directory("mlif", project / "mlif", **self._harness_values(samples, print_outputs))
+        harness = install_directory(
+            "mlif", project / "mlif", **self._harness_values(request.samples, request.print_outputs)
+        )
         render(f"cmake/{profile.toolchain_file}", project / "toolchain.cmake", **profile.toolchain_vars)
 
         c_sources = [p for p in harness + support if p.suffix in (".c", ".S", ".cc", ".cpp")]
-        c_sources += [sources / s for s in build["sources"]]
+        c_sources += [sources / s for s in build.sources]
         linker_scripts = [p for p in support if p.suffix == ".ld"]
         compile_flags = [
             *profile.compile_flags,
-            f"-{self.config['mlif.optimize']}",
+            f"-{self.opt('optimize')}",
             "-ffunction-sections",
             "-fdata-sections",
-            *(["-g"] if self.config["mlif.debug"] else []),
-            *build.get("compile_flags", []),
+            *(["-g"] if self.opt("debug") else []),
+            *build.compile_flags,
         ]
         link_flags = [
             *profile.link_flags,
@@ -90,23 +96,23 @@ class MlifPlatform:
         render(
             "cmake/CMakeLists.txt.j2",
             project / "CMakeLists.txt",
-            model=build.get("model", "model"),
-            backend=build.get("backend", "backend"),
+            model=build.model,
+            backend=build.backend,
             family=profile.family,
-            languages=sorted({"C", "ASM", *build.get("languages", ["C"])}),
+            languages=sorted({"C", "ASM", *build.languages}),
             sources=[p.as_posix() for p in c_sources],
             include_dirs=[
                 (project / "mlif").as_posix(),
                 (project / "target").as_posix(),
-                *(str(sources / d) for d in build.get("include_dirs", ["."])),
+                *(str(sources / d) for d in build.include_dirs),
             ],
             compile_flags=compile_flags,
             c_flags=list(profile.c_flags),
-            cxx_flags=[*profile.cxx_flags, *build.get("cxx_flags", [])],
-            definitions=[*(f"{k}={v}" for k, v in sorted(definitions.items())), *build.get("definitions", [])],
-            link_language=profile.link_language if "CXX" in build.get("languages", []) else "",
+            cxx_flags=[*profile.cxx_flags, *build.cxx_flags],
+            definitions=[*(f"{k}={v}" for k, v in sorted(definitions.items())), *build.definitions],
+            link_language=profile.link_language if "CXX" in build.languages else "",
             link_flags=link_flags,
-            libraries=[*archives, *build.get("libraries", []), "m"],
+            libraries=[*archives, *build.libraries, "m"],
         )
         build_dir = work / "cmake"
         run(
@@ -129,7 +135,6 @@ class MlifPlatform:
         shutil.copyfile(build_dir / ELF_NAME, out / ELF_NAME)
         shutil.copyfile(work / MAP_NAME, out / MAP_NAME)
         (out / ELF_NAME).chmod(0o755)
-        return {"elf": ELF_NAME, "memory": memory_usage(out / ELF_NAME)}
 
     def _harness_values(self, samples: list[Sample], print_outputs: bool) -> dict[str, Any]:
         arrays = []
@@ -141,7 +146,7 @@ class MlifPlatform:
             "arrays": arrays,
             "num_samples": len(samples),
             "num_inputs": len(samples[0]) if samples else 0,
-            "repeat": max(1, int(self.config["mlif.repeat"])),
+            "repeat": int(self.opt("repeat")),
             "print_outputs": print_outputs,
         }
 

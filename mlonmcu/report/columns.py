@@ -1,84 +1,145 @@
-"""Report columns: one name each, everywhere (DESIGN.md). Add columns, never rename these."""
+"""Report columns: one name each, everywhere (DESIGN.md). Add columns, never rename these.
+
+Code writes report cells only through these constants, so a column cannot be misspelt into a
+second, silently empty one.
+"""
+
+SESSION = "Session"
+RUN = "Run"
+MODEL = "Model"
+FRONTEND = "Frontend"
+FRAMEWORK = "Framework"
+BACKEND = "Backend"
+PLATFORM = "Platform"
+TARGET = "Target"
+FEATURES = "Features"
+CONFIG = "Config"
+SETUP_CYCLES = "Setup Cycles"
+RUN_CYCLES = "Run Cycles"
+TOTAL_CYCLES = "Total Cycles"
+RUN_INSTRUCTIONS = "Run Instructions"
+TOTAL_ROM = "Total ROM"
+ROM_CODE = "ROM code"
+ROM_READ_ONLY = "ROM read-only"
+ROM_DATA = "ROM data"
+TOTAL_RAM = "Total RAM"
+RAM_DATA = "RAM data"
+RAM_ZERO_INIT = "RAM zero-init data"
+RAM_STACK = "RAM stack"
+ARENA_SIZE = "Arena Size"
+MODEL_SIZE = "Model Size"
+MACS = "MACs"
+VALIDATION = "Validation"
+MAX_ABS_ERROR = "Max Abs Error"
+FAILING = "Failing"
+REASON = "Reason"
+LOAD_TIME = "Load Stage Time [s]"
+BUILD_TIME = "Build Stage Time [s]"
+COMPILE_TIME = "Compile Stage Time [s]"
+RUN_TIME_STAGE = "Run Stage Time [s]"
+
+SETUP_INSTRUCTIONS = "Setup Instructions"  # init/allocation, like Setup Cycles
+INSTRUCTIONS_PER_MAC = "Run Instructions/MAC"
+ARENA_LOWER_BOUND = "Arena Lower Bound"  # largest set of activation tensors live at once in the model graph
+COUNTER = "Counter"  # which counter produced cycles/instructions: minstret, wallclock, ...
+SETUP_TIME = "Setup Time [s]"  # wall-clock targets only
+RUN_TIME = "Run Time [s]"
+STACK_USED = "Stack Used"  # peak stack measured by stack painting (bare-metal targets)
+VALIDATION_DETAIL = "Validation Detail"
+FLOAT_OPS = "Float Ops"  # operators the integer lowering left in float (tvmaot.quant=integer)
+PROFILE_KERNELS = "Profile Kernels"  # feature profile: kernels measured, their sum, the float share, the slowest
+PROFILE_TOTAL = "Profile Total"
+FLOAT_SHARE = "Float Share [%]"
+SLOWEST_KERNEL = "Slowest Kernel"
+PROFILE = "Profile"  # why there is no per-kernel table
+SAMPLES = "Samples"
+CACHED_STAGES = "Cached Stages"
+LABEL = "Label"
+MODEL_PATH = "Model Path"  # two models of one name from different places stay distinguishable
+MODEL_HASH = "Model Hash"  # SHA-256 of the model file (first 16 hex digits)
 
 CORE = (
-    "Session",
-    "Run",
-    "Model",
-    "Frontend",
-    "Framework",
-    "Backend",
-    "Platform",
-    "Target",
-    "Features",
-    "Config",
-    "Setup Cycles",
-    "Run Cycles",
-    "Total Cycles",
-    "Run Instructions",
-    "Total ROM",
-    "ROM code",
-    "ROM read-only",
-    "ROM data",
-    "Total RAM",
-    "RAM data",
-    "RAM zero-init data",
-    "RAM stack",
-    "Arena Size",
-    "Model Size",
-    "MACs",
-    "Validation",
-    "Max Abs Error",
-    "Failing",
-    "Reason",
-    "Load Stage Time [s]",
-    "Build Stage Time [s]",
-    "Compile Stage Time [s]",
-    "Run Stage Time [s]",
+    SESSION,
+    RUN,
+    MODEL,
+    FRONTEND,
+    FRAMEWORK,
+    BACKEND,
+    PLATFORM,
+    TARGET,
+    FEATURES,
+    CONFIG,
+    SETUP_CYCLES,
+    RUN_CYCLES,
+    TOTAL_CYCLES,
+    RUN_INSTRUCTIONS,
+    TOTAL_ROM,
+    ROM_CODE,
+    ROM_READ_ONLY,
+    ROM_DATA,
+    TOTAL_RAM,
+    RAM_DATA,
+    RAM_ZERO_INIT,
+    RAM_STACK,
+    ARENA_SIZE,
+    MODEL_SIZE,
+    MACS,
+    VALIDATION,
+    MAX_ABS_ERROR,
+    FAILING,
+    REASON,
+    LOAD_TIME,
+    BUILD_TIME,
+    COMPILE_TIME,
+    RUN_TIME_STAGE,
 )
 
 EXTRA = (
-    "Setup Instructions",  # init/allocation, like Setup Cycles
-    "Run Instructions/MAC",
-    "Arena Lower Bound",  # largest set of activation tensors live at once in the model graph
-    "Counter",  # which counter produced cycles/instructions: minstret, wallclock, ...
-    "Setup Time [s]",  # wall-clock targets only
-    "Run Time [s]",
-    "Stack Used",  # peak stack measured by stack painting (bare-metal targets)
-    "Validation Detail",
-    "Float Ops",  # operators the integer lowering left in float (tvmaot.quant=integer)
-    "Profile Kernels",  # feature profile: kernels measured, their sum, the float share, the slowest
-    "Profile Total",
-    "Float Share [%]",
-    "Slowest Kernel",
-    "Samples",
-    "Cached Stages",
-    "Label",
+    SETUP_INSTRUCTIONS,
+    INSTRUCTIONS_PER_MAC,
+    ARENA_LOWER_BOUND,
+    COUNTER,
+    SETUP_TIME,
+    RUN_TIME,
+    STACK_USED,
+    VALIDATION_DETAIL,
+    FLOAT_OPS,
+    PROFILE_KERNELS,
+    PROFILE_TOTAL,
+    FLOAT_SHARE,
+    SLOWEST_KERNEL,
+    PROFILE,
+    SAMPLES,
+    CACHED_STAGES,
+    LABEL,
+    MODEL_PATH,
+    MODEL_HASH,
 )
 
 ALL = CORE + EXTRA
 
 STAGE_TIME = {
-    "LOAD": "Load Stage Time [s]",
-    "BUILD": "Build Stage Time [s]",
-    "COMPILE": "Compile Stage Time [s]",
-    "RUN": "Run Stage Time [s]",
+    "LOAD": LOAD_TIME,
+    "BUILD": BUILD_TIME,
+    "COMPILE": COMPILE_TIME,
+    "RUN": RUN_TIME_STAGE,
 }
 
 # Shown in the terminal table; the files get every column.
 SUMMARY = (
-    "Run",
-    "Model",
-    "Backend",
-    "Target",
-    "Config",
-    "Run Cycles",
-    "Run Instructions",
-    "Run Time [s]",
-    "Total ROM",
-    "Total RAM",
-    "Arena Size",
-    "Validation",
-    "Max Abs Error",
-    "Failing",
-    "Reason",
+    RUN,
+    MODEL,
+    BACKEND,
+    TARGET,
+    CONFIG,
+    RUN_CYCLES,
+    RUN_INSTRUCTIONS,
+    RUN_TIME,
+    TOTAL_ROM,
+    TOTAL_RAM,
+    ARENA_SIZE,
+    VALIDATION,
+    MAX_ABS_ERROR,
+    FAILING,
+    REASON,
 )

@@ -1,4 +1,10 @@
-"""The session report: one row per run, in the DESIGN.md columns; exported by file extension."""
+"""The session report: one row per run, in the DESIGN.md columns; exported by file extension.
+
+Files are written atomically (a full disk never truncates a report). Spreadsheet formats never
+turn text into formulas: in .xlsx, text cells are typed as text; in .csv, text that a
+spreadsheet would evaluate (starting with = + - @, tab or CR) gets a leading apostrophe,
+which :func:`read` removes again.
+"""
 
 from __future__ import annotations
 
@@ -7,44 +13,83 @@ from typing import Any
 
 import pandas as pd
 
+from mlonmcu.atomic import write_text, write_with
 from mlonmcu.errors import ConfigError
-from mlonmcu.report.columns import ALL, SUMMARY
+from mlonmcu.report import columns as col
 
 FORMATS = (".csv", ".xlsx", ".md", ".json", ".html")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+ESCAPE = "'"
 
 
 def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    rows = sorted(rows, key=lambda r: (r.get("Session", 0), r.get("Run", 0)))
+    rows = sorted(rows, key=lambda r: (r.get(col.SESSION, 0), r.get(col.RUN, 0)))
     frame = pd.DataFrame(rows)
-    extra = [c for c in frame.columns if c not in ALL]
-    return frame.reindex(columns=[*ALL, *extra])
+    extra = [c for c in frame.columns if c not in col.ALL]
+    return frame.reindex(columns=[*col.ALL, *extra])
+
+
+def _escape_text(value: Any) -> Any:
+    if isinstance(value, str) and (value.startswith(FORMULA_STARTS) or value.startswith(ESCAPE)):
+        return ESCAPE + value
+    return value
+
+
+def _unescape_text(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(ESCAPE):
+        return value[1:]
+    return value
+
+
+def _write_xlsx(frame: pd.DataFrame, path: Path) -> None:
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    sheet.append([str(c) for c in frame.columns])
+    for values in frame.itertuples(index=False):
+        sheet.append([None if _missing(v) else _plain(v) for v in values])
+    for row in sheet.iter_rows(min_row=2):
+        for cell in row:
+            if isinstance(cell.value, str):
+                cell.data_type = "s"  # text stays text, even "=HYPERLINK(...)"
+    book.save(path)
+
+
+def _missing(value: Any) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
 
 
 def export(frame: pd.DataFrame, path: Path) -> Path:
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise ConfigError(f"cannot write report '{path}': unknown format; use one of {', '.join(FORMATS)}")
-    path.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".csv":
-        frame.to_csv(path, index=False)
-    elif suffix == ".xlsx":
-        frame.to_excel(path, index=False)
-    elif suffix == ".md":
-        path.write_text(frame.to_markdown(index=False) + "\n", encoding="utf-8")
-    elif suffix == ".json":
-        frame.to_json(path, orient="records", indent=1)
-    else:
-        frame.to_html(path, index=False, na_rep="")
-    return path
+        escaped = frame.map(_escape_text)
+        return write_with(path, lambda tmp: escaped.to_csv(tmp, index=False))
+    if suffix == ".xlsx":
+        return write_with(path, lambda tmp: _write_xlsx(frame, tmp))
+    if suffix == ".md":
+        return write_text(path, frame.to_markdown(index=False) + "\n")
+    if suffix == ".json":
+        return write_text(path, frame.to_json(orient="records", indent=1) or "[]")
+    return write_text(path, frame.to_html(index=False, na_rep=""))
 
 
 def read(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path)
+    return pd.read_csv(path).map(_unescape_text)
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """The columns worth a terminal: empty ones dropped."""
-    columns = [c for c in SUMMARY if c in frame.columns and not frame[c].isna().all()]
-    if "Reason" in columns and not frame["Failing"].astype(bool).any():
-        columns.remove("Reason")
+    columns = [c for c in col.SUMMARY if c in frame.columns and not frame[c].isna().all()]
+    if col.REASON in columns and not frame[col.FAILING].astype(bool).any():
+        columns.remove(col.REASON)
     return frame[columns]

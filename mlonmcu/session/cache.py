@@ -1,25 +1,40 @@
-"""Content-addressed cache of stage outputs (HOME/cache/<stage>/<key>).
+"""Content-addressed cache of stage outputs (HOME/cache/<stage>/<xx>/<key>).
 
-A stage's key hashes everything it reads, so a hit is a proof that rerunning would produce the
-same files. The same mechanism gives cross-session caching and resume after a crash: an entry
-appears atomically (rename) only once its stage finished, and a per-key lock makes concurrent
-runs that need the same output (e.g. two targets sharing one firmware) compute it once.
+A stage's key hashes everything it reads, so a hit stands for rerunning the stage — provided the
+entry is still what the stage wrote. Every entry is a locked atomic entry (entry.py): it
+appears only once its stage finished, concurrent runs that need it (two targets sharing one
+firmware) compute it once, and a hit is verified against its manifest while it is copied into
+the run. A damaged entry (a changed, missing or extra file) is logged, discarded and computed
+again; `--no-cache` recomputes and replaces the entry.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
+import logging
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Generic, TypeVar
+
+from mlonmcu.contracts import decode, encode
+from mlonmcu.entry import Entry, find_entries
 
 RESULT_FILE = "result.json"
 OUTPUT_DIR = "out"
+STAGES = ("load", "build", "compile", "run")
+
+logger = logging.getLogger("mlonmcu.cache")
+T = TypeVar("T")
+
+
+@dataclass
+class CacheOutcome(Generic[T]):
+    result: T
+    hit: bool
+    repaired: str = ""  # what was wrong with a damaged entry that was recomputed
+    files: dict[str, str] = field(default_factory=dict)  # output file → SHA-256, when known
 
 
 class StageCache:
@@ -27,61 +42,79 @@ class StageCache:
         self.root = root
         self.enabled = enabled
 
-    def entry(self, stage: str, key: str) -> Path:
-        return self.root / stage / key[:2] / key
-
-    @contextmanager
-    def _lock(self, stage: str, key: str) -> Iterator[None]:
-        lock_dir = self.root / stage / key[:2]
-        lock_dir.mkdir(parents=True, exist_ok=True)
-        with (lock_dir / f"{key}.lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
+    def entry(self, stage: str, key: str) -> Entry:
+        return Entry(self.root / stage / key[:2] / key, f"{stage.upper()} cache entry {key[:12]}")
 
     def get_or_compute(
         self,
         stage: str,
         key: str,
-        compute: Callable[[Path], dict[str, Any]],
+        compute: Callable[[Path], T],
         dest: Path,
-        use_cache: bool = True,
-    ) -> tuple[dict[str, Any], bool]:
-        """Fill `dest` with the stage outputs; returns (result, was_cached)."""
-        if not (self.enabled and use_cache):
+        result_type: type[T],
+        *,
+        cacheable: bool = True,
+        refresh: bool = False,
+    ) -> CacheOutcome[T]:
+        """Fill `dest` with the stage outputs, from a verified entry or by computing them.
+
+        `cacheable=False`: never stored (measurements of a real clock or chip); `refresh`:
+        compute even on a hit and replace the entry (`--no-cache`).
+        """
+        if not (self.enabled and cacheable):
             dest.mkdir(parents=True, exist_ok=True)
-            return compute(dest), False
-        with self._lock(stage, key):
-            entry = self.entry(stage, key)
-            if (entry / RESULT_FILE).is_file():
-                _copy_tree(entry / OUTPUT_DIR, dest)
-                return json.loads((entry / RESULT_FILE).read_text()), True
-            dest.mkdir(parents=True, exist_ok=True)
+            return CacheOutcome(compute(dest), False)
+        entry = self.entry(stage, key)
+        with entry.locked():
+            problem = "refresh requested" if refresh else ""
+            if not refresh:
+                restored = self._restore(entry, dest, result_type)
+                if isinstance(restored, CacheOutcome):
+                    logger.info("cache hit: %s %s", stage, key[:12])
+                    return restored
+                problem = restored
+                if problem == "missing":
+                    logger.info("cache miss: %s %s", stage, key[:12])
+                else:
+                    logger.warning("%s is damaged (%s): discarded, recomputing", entry.what, problem)
+            _clear(dest)
             result = compute(dest)
-            staging = Path(tempfile.mkdtemp(prefix=f".{key[:8]}-", dir=entry.parent))
+
+            def fill(staging: Path) -> None:
+                shutil.copytree(dest, staging / OUTPUT_DIR, symlinks=True)
+                (staging / RESULT_FILE).write_text(json.dumps(encode(result), indent=1))
+
+            entry.publish(fill)
+            repaired = problem if problem not in ("missing", "refresh requested") else ""
+            return CacheOutcome(result, False, repaired, _output_files(entry))
+
+    def _restore(self, entry: Entry, dest: Path, result_type: type[T]) -> CacheOutcome[T] | str:
+        """The verified entry copied into `dest`, or what is wrong with it ("missing" if absent)."""
+        problem = entry.verify(copy=(OUTPUT_DIR, dest))
+        if not problem:
             try:
-                _copy_tree(dest, staging / OUTPUT_DIR)
-                (staging / RESULT_FILE).write_text(json.dumps(result, indent=1, default=str))
-                if entry.exists():  # a partial entry left by a crash before the rename cannot exist;
-                    shutil.rmtree(entry)  # an older complete one without result.json is stale
-                os.replace(staging, entry)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
-            return result, False
+                result = decode(result_type, json.loads((entry.path / RESULT_FILE).read_text()))
+            except (OSError, ValueError, TypeError) as err:
+                problem = f"{RESULT_FILE} does not hold a {result_type.__name__}: {err}"
+            else:
+                return CacheOutcome(result, True, "", _output_files(entry))
+        if problem != "missing":
+            entry.remove()
+        _clear(dest)
+        return problem
 
-    def size(self) -> int:
-        return sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file()) if self.root.exists() else 0
-
-    def clear(self) -> None:
-        if self.root.exists():
-            shutil.rmtree(self.root)
+    def entries(self) -> Iterator[Entry]:
+        """Every stage entry (for `mlonmcu cache verify`)."""
+        for stage in STAGES:
+            yield from find_entries(self.root / stage, depth=2)
 
 
-def _copy_tree(src: Path, dst: Path) -> None:
-    dst.mkdir(parents=True, exist_ok=True)
-    for path in src.rglob("*"):
-        target = dst / path.relative_to(src)
-        if path.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target)
+def _output_files(entry: Entry) -> dict[str, str]:
+    prefix = OUTPUT_DIR + "/"
+    return {n[len(prefix) :]: d.sha256 for n, d in (entry.digests() or {}).items() if n.startswith(prefix)}
+
+
+def _clear(directory: Path) -> None:
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True, exist_ok=True)

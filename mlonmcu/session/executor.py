@@ -8,6 +8,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any
 
 from mlonmcu.errors import ConfigError
+from mlonmcu.session.interrupt import worker_init
 
 KINDS = ("auto", "inline", "process", "dask")
 
@@ -24,16 +25,27 @@ class InlineExecutor(Executor):
         return future
 
 
-def make_executor(kind: str = "auto", parallel: int = 1, scheduler: str | None = None) -> Executor:
+def resolve_kind(kind: str = "auto", parallel: int = 1, scheduler: str | None = None) -> str:
     if kind not in KINDS:
         raise ConfigError(f"unknown executor '{kind}'; valid: {', '.join(KINDS)}")
     if kind == "auto":
         kind = "dask" if scheduler else ("process" if parallel > 1 else "inline")
+    return kind
+
+
+def make_executor(kind: str = "auto", parallel: int = 1, scheduler: str | None = None, verbosity: int = 0) -> Executor:
+    kind = resolve_kind(kind, parallel, scheduler)
     if kind == "inline":
         return InlineExecutor()
     if kind == "process":
-        # spawn: workers start clean (no inherited threads/locks of the progress display)
-        return ProcessPoolExecutor(max_workers=max(1, parallel), mp_context=multiprocessing.get_context("spawn"))
+        # spawn: workers start clean (no inherited threads/locks of the progress display); each
+        # dies with the orchestrator and stops its run cleanly on SIGTERM (session/interrupt.py)
+        return ProcessPoolExecutor(
+            max_workers=max(1, parallel),
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=worker_init,
+            initargs=(verbosity,),
+        )
     try:
         from distributed import Client
     except ImportError:

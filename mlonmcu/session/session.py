@@ -1,13 +1,25 @@
-"""Session: the runs launched together, their directory and their report."""
+"""Session: the runs launched together, their directory and their report.
+
+A session holds a lock on its directory while it runs, so whether it is still running is a
+fact the file system knows (a killed session shows as `crashed`, see sessions.py). Its report is
+rewritten atomically after every finished run, so no finished run is lost whatever ends the
+session; an interrupted session stops its runs, records the unfinished ones as `interrupted`
+and writes the report before it ends.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import shutil
 import signal
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, as_completed
-from dataclasses import dataclass, field
+import socket
+import time
+from collections.abc import Callable
+from concurrent.futures import CancelledError, Executor, Future, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,114 +27,38 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from mlonmcu import config as cfg
-from mlonmcu import registry
+from mlonmcu.atomic import write_text
+from mlonmcu.entry import Entry
 from mlonmcu.environment import Environment
-from mlonmcu.errors import ConfigError
-from mlonmcu.models.model import expand_models, find_model
+from mlonmcu.errors import Interrupted, MlonmcuError
+from mlonmcu.logs import SESSION_LOG, session_log
+from mlonmcu.report import columns as col
 from mlonmcu.report.report import export, to_frame
+from mlonmcu.session import interrupt
 from mlonmcu.session.executor import InlineExecutor
-from mlonmcu.session.run import RunResult, execute_run
-from mlonmcu.session.spec import ModelRef, RunSpec, Stage
-from mlonmcu.setup import installer
+from mlonmcu.session.run import INTERRUPTED, RUNNING_FILE, RunOutcome, execute_run, failed_row
+from mlonmcu.session.spec import RunSpec
 
 SESSION_FILE = "session.yml"
 REPORT_FILE = "report.csv"
+LOCK_NAME = "lock"  # Entry(sessions/<id>/lock) → sessions/<id>/.lock
+NEXT_ID_FILE = ".next-id"
+STOP_GRACE = 15.0  # seconds running runs get to stop their simulators and write what they have
+
+logger = logging.getLogger("mlonmcu.session")
 
 
-@dataclass
-class FlowRequest:
-    """What `mlonmcu flow` asks for; the session turns it into the run matrix."""
-
-    models: list[str]
-    backends: list[str] = field(default_factory=list)
-    targets: list[str] = field(default_factory=list)
-    features: list[str] = field(default_factory=list)
-    config: dict[str, list[str]] = field(default_factory=dict)
-    until: Stage = Stage.RUN
-    frontend: str = "tflite"
-    platform: str = ""
-    use_cache: bool = True
+def lock_entry(directory: Path) -> Entry:
+    return Entry(directory / LOCK_NAME, f"session {directory.name}")
 
 
-def _check_enabled(env: Environment, kind: str, names: list[str], reg: registry.Registry[Any]) -> None:
-    for name in names:
-        reg.get(name)
-        if name not in env.enabled[kind]:
-            raise ConfigError(
-                f"{reg.kind} '{name}' is not enabled in {env.file} (enabled: {', '.join(env.enabled[kind]) or 'none'});"
-                f" add it to '{kind}:' there"
-            )
-
-
-def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path) -> list[RunSpec]:
-    """The run matrix: models × backends × targets × config values (usage errors raise ConfigError)."""
-    if not request.models:
-        raise ConfigError("no model given: name one (see `mlonmcu models`) or pass a .tflite path")
-    backends = request.backends or [env.first("backends")]
-    targets = request.targets or [env.first("targets")]
-    platform = request.platform or env.first("platforms")
-    features = list(dict.fromkeys(request.features))
-    _check_enabled(env, "backends", backends, registry.BACKENDS)
-    _check_enabled(env, "targets", targets, registry.TARGETS)
-    _check_enabled(env, "platforms", [platform], registry.PLATFORMS)
-    _check_enabled(env, "features", features, registry.FEATURES)
-    registry.FRONTENDS.get(request.frontend)
-    for key, values in request.config.items():
-        option = registry.check_key(key)
-        for value in values:
-            option.parse(value, key)
-    models = [find_model(m, env.model_dirs) for m in expand_models(request.models, env.model_dirs)]
-    defaults = env.defaults()
-    specs: list[RunSpec] = []
-    seen: set[str] = set()
-    for model in models:
-        for backend in backends:
-            for target in targets:
-                plugins = {
-                    request.frontend: registry.FRONTENDS.get(request.frontend),
-                    backend: registry.BACKENDS.get(backend),
-                    platform: registry.PLATFORMS.get(platform),
-                    target: registry.TARGETS.get(target),
-                    **{f: registry.FEATURES.get(f) for f in features},
-                }
-                scopes = {name: tuple(cls.options) for name, cls in plugins.items()}
-                needed = [c for cls in plugins.values() for c in cls.requires]
-                found, missing = installer.check(env, needed)
-                optional = [c for cls in plugins.values() for c in getattr(cls, "optional", ())]
-                found.update(installer.check(env, optional)[0])  # used when present, e.g. the QEMU plugin
-                for combo in cfg.expand_matrix(request.config):
-                    user = {k: v for k, v in combo.items() if k.split(".", 1)[0] in scopes}
-                    identity = repr((model.path, backend, target, sorted(user.items())))
-                    if identity in seen:
-                        continue
-                    seen.add(identity)
-                    run_id = len(specs)
-                    specs.append(
-                        RunSpec(
-                            session=session_id,
-                            run=run_id,
-                            run_dir=runs_dir / str(run_id),
-                            model=ModelRef(
-                                model.name, str(model.path), str(model.directory) if model.directory else None
-                            ),
-                            frontend=request.frontend,
-                            backend=backend,
-                            platform=platform,
-                            target=target,
-                            features=features,
-                            config=cfg.resolve(scopes, defaults, user),
-                            user_config={k: registry.check_key(k).parse(v, k) for k, v in user.items()},
-                            until=request.until,
-                            cache_dir=env.cache_dir,
-                            use_cache=request.use_cache,
-                            components={
-                                n: {"version": i.version, "location": i.location, **i.extras} for n, i in found.items()
-                            },
-                            missing=installer.missing_message(missing) if missing else "",
-                        )
-                    )
-    return specs
+def read_meta(directory: Path) -> dict[str, Any]:
+    path = directory / SESSION_FILE
+    try:
+        data = yaml.safe_load(path.read_text()) if path.is_file() else {}
+    except (OSError, yaml.YAMLError):
+        return {"status": "unreadable"}
+    return data if isinstance(data, dict) else {"status": "unreadable"}
 
 
 class Session:
@@ -131,27 +67,41 @@ class Session:
         self.id = session_id
         self.dir = directory
         self.label = label
+        self.interrupted_by: int | None = None  # the signal that stopped it
+        self.report_error = ""  # the last failure to write the report (a full disk)
+        self._stack = ExitStack()
 
     @classmethod
     def create(cls, env: Environment, label: str = "") -> Session:
-        """Allocate the next session id atomically (mkdir), so parallel sessions never collide."""
+        """Allocate the next session id: from a counter under a lock, so ids are never reused
+        (not after a cleanup, not by two sessions starting at once)."""
         env.sessions_dir.mkdir(parents=True, exist_ok=True)
-        while True:
-            ids = [int(p.name) for p in env.sessions_dir.iterdir() if p.name.isdigit()]
-            session_id = max(ids, default=-1) + 1
-            directory = env.sessions_dir / str(session_id)
+        with Entry(env.sessions_dir / "ids", "session ids").locked():
+            counter = env.sessions_dir / NEXT_ID_FILE
+            existing = [int(p.name) for p in env.sessions_dir.iterdir() if p.name.isdigit()]
             try:
-                directory.mkdir()
-            except FileExistsError:
-                continue
-            latest = env.sessions_dir / "latest"
-            tmp = env.sessions_dir / f".latest-{session_id}"
-            tmp.unlink(missing_ok=True)
-            tmp.symlink_to(directory.name)
-            os.replace(tmp, latest)
-            return cls(env, session_id, directory, label)
+                stored = int(counter.read_text().strip())
+            except (OSError, ValueError):
+                stored = 0
+            session_id = max([stored, *(i + 1 for i in existing)])
+            directory = env.sessions_dir / str(session_id)
+            directory.mkdir()
+            write_text(counter, f"{session_id + 1}\n")
+        session = cls(env, session_id, directory, label)
+        session._stack.enter_context(lock_entry(directory).locked())
+        latest = env.sessions_dir / "latest"
+        tmp = env.sessions_dir / f".latest-{session_id}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(directory.name)
+        os.replace(tmp, latest)
+        return session
+
+    def close(self) -> None:
+        """Release the session's lock (it is done, or discarded)."""
+        self._stack.close()
 
     def discard(self) -> None:
+        self.close()
         shutil.rmtree(self.dir, ignore_errors=True)
         latest = self.env.sessions_dir / "latest"
         if latest.is_symlink() and not latest.exists():
@@ -161,112 +111,226 @@ class Session:
     def report_path(self) -> Path:
         return self.dir / REPORT_FILE
 
+    @property
+    def log_path(self) -> Path:
+        return self.dir / SESSION_LOG
+
     def _write_meta(self, **values: Any) -> None:
-        path = self.dir / SESSION_FILE
-        data = yaml.safe_load(path.read_text()) if path.is_file() else {}
+        data = read_meta(self.dir)
         data.update(values)
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        try:
+            write_text(self.dir / SESSION_FILE, yaml.safe_dump(data, sort_keys=False))
+        except MlonmcuError as err:  # a full disk: the old file stays; `sessions` tells the truth
+            logger.error("%s", err)
+
+    def _write_report(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
+        frame = to_frame(rows)
+        try:
+            export(frame, self.report_path)
+            self.report_error = ""
+        except MlonmcuError as err:
+            if str(err) != self.report_error:
+                logger.error("%s", err)
+            self.report_error = str(err)
+        return frame
 
     def execute(
         self,
         specs: list[RunSpec],
-        executor: Executor,
-        on_done: Callable[[RunResult], None] | None = None,
+        executor_factory: Callable[[], Executor],
+        on_done: Callable[[RunOutcome], None] | None = None,
         command: str = "",
     ) -> pd.DataFrame:
-        """Run all specs; the report is rewritten after every finished run, so none is lost."""
+        """Run all specs; returns the report. An interrupt sets `interrupted_by` (and the
+        unfinished runs' rows say `interrupted`) instead of losing what finished."""
         self._write_meta(
             id=self.id,
             label=self.label,
             command=command,
             home=str(self.env.home),
+            host=socket.gethostname(),
+            pid=os.getpid(),
             started=datetime.now(UTC).isoformat(timespec="seconds"),
             runs=len(specs),
             status="running",
         )
-        rows: list[dict[str, Any]] = []
+        rows: dict[int, dict[str, Any]] = {}
+
+        def finished(outcome: RunOutcome) -> None:
+            if self.label:
+                outcome.row[col.LABEL] = self.label
+            rows[outcome.row[col.RUN]] = outcome.row
+            self._write_report(list(rows.values()))
+            if on_done:
+                on_done(outcome)
+
         status = "done"
-        previous = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, _raise_interrupt)
-        try:
-            for spec, future in _completed(executor, specs):
-                try:
-                    result = future.result()
-                except Exception as err:  # the worker itself died (e.g. killed process)
-                    result = RunResult(_lost_row(spec, err), [])
-                if self.label:
-                    result.row["Label"] = self.label
-                rows.append(result.row)
-                export(to_frame(rows), self.report_path)
-                if on_done:
-                    on_done(result)
-        except KeyboardInterrupt:
-            status = "interrupted"
-            raise
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-            executor.shutdown(wait=status == "done", cancel_futures=True)
-            frame = to_frame(rows)
-            export(frame, self.report_path)
-            failed = int(frame["Failing"].astype(bool).sum()) if rows else 0
-            self._write_meta(
-                finished=datetime.now(UTC).isoformat(timespec="seconds"),
-                status=status,
-                completed=len(rows),
-                failed=failed,
-            )
+        with interrupt.handling(), session_log(self.log_path):
+            runner = _Runner(specs, executor_factory, finished)
+            try:
+                runner.run()
+            except Interrupted as stop:
+                status = "interrupted"
+                self.interrupted_by = stop.signum
+                logger.warning("interrupted (signal %d): stopping the runs", stop.signum)
+                runner.stop()
+            except BaseException:  # a bug or a lost cluster: stop what runs, keep what finished
+                status = "failed"
+                runner.stop()
+                raise
+            finally:
+                for spec in specs:
+                    if spec.run not in rows:
+                        reason = INTERRUPTED if status == "interrupted" else "worker lost: no result came back"
+                        rows[spec.run] = failed_row(spec, reason)
+                        if self.label:
+                            rows[spec.run][col.LABEL] = self.label
+                frame = self._write_report(list(rows.values()))
+                failed = int(frame[col.FAILING].astype(bool).sum()) if rows else 0
+                self._write_meta(
+                    finished=datetime.now(UTC).isoformat(timespec="seconds"),
+                    status=status,
+                    completed=sum(1 for r in rows.values() if r[col.REASON] != INTERRUPTED),
+                    failed=failed,
+                    **({"signal": self.interrupted_by} if self.interrupted_by else {}),
+                )
+                self.close()
         return frame
 
 
-def _completed(executor: Executor, specs: list[RunSpec]) -> Iterator[tuple[RunSpec, Future[RunResult]]]:
-    """Results as they finish; in-process runs one at a time so progress and the report advance."""
-    if isinstance(executor, InlineExecutor):
-        for spec in specs:
-            yield spec, executor.submit(execute_run, spec)
-        return
-    futures = {executor.submit(execute_run, spec): spec for spec in specs}
-    for future in as_completed(futures):
-        yield futures[future], future
+class _Runner:
+    """Hands the specs to an executor and the outcomes back as they finish. A process pool whose
+    worker died is replaced: the run that worker had is `worker lost`, the rest run elsewhere."""
+
+    def __init__(
+        self, specs: list[RunSpec], factory: Callable[[], Executor], finished: Callable[[RunOutcome], None]
+    ) -> None:
+        self.pending = {s.run: s for s in specs}
+        self.factory = factory
+        self.finished = finished
+        self.executor: Executor | None = None
+        self.futures: dict[Future[RunOutcome], RunSpec] = {}
+
+    def _done(self, spec: RunSpec, outcome: RunOutcome) -> None:
+        self.pending.pop(spec.run, None)
+        self.finished(outcome)
+
+    def run(self) -> None:
+        restarts = 0
+        while self.pending:
+            self.executor = self.factory()
+            try:
+                self._submit_all()
+            except BrokenProcessPool:
+                self.executor.shutdown(wait=False, cancel_futures=True)
+                restarts += 1
+                self._recover_from_dead_worker(give_up=restarts > len(self.pending) + 1)
+                continue
+            self.executor.shutdown(wait=True)
+            return
+
+    def _submit_all(self) -> None:
+        assert self.executor is not None
+        specs = list(self.pending.values())
+        if isinstance(self.executor, InlineExecutor):
+            for spec in specs:  # one at a time, in this process: progress and report advance
+                self._done(spec, execute_run(spec))
+                if interrupt.stopping() is not None:
+                    raise Interrupted(interrupt.stopping() or signal.SIGINT)
+            return
+        self.futures = {self.executor.submit(execute_run, spec): spec for spec in specs}
+        waiting = set(self.futures)
+        while waiting:
+            done, waiting = wait(waiting, return_when="FIRST_COMPLETED")
+            for future in done:
+                self._collect(future)
+
+    def _collect(self, future: Future[RunOutcome]) -> None:
+        spec = self.futures[future]
+        if spec.run not in self.pending:
+            return
+        try:
+            outcome = future.result()
+        except (BrokenProcessPool, Interrupted):
+            raise
+        except CancelledError:
+            return
+        except Exception as err:  # the worker itself failed (e.g. a lost Dask worker)
+            outcome = RunOutcome(failed_row(spec, f"worker lost: {type(err).__name__}: {err}"), [])
+        self._done(spec, outcome)
+
+    def _recover_from_dead_worker(self, give_up: bool) -> None:
+        """Runs whose worker died (their `.running` marker names a dead pid) are `worker lost`."""
+        for spec in list(self.pending.values()):
+            marker = spec.run_dir / RUNNING_FILE
+            pid = _marker_pid(marker)
+            if give_up or (pid is not None and not _alive(pid)):
+                reason = f"worker lost: its worker process (pid {pid}) died" if pid else "worker lost"
+                logger.warning("run %d: %s", spec.run, reason)
+                marker.unlink(missing_ok=True)
+                self._done(spec, RunOutcome(failed_row(spec, reason), []))
+        if self.pending:
+            logger.warning("a worker process died: restarting the pool for %d run(s)", len(self.pending))
+
+    def stop(self) -> None:
+        """After an interrupt: nothing new starts, running runs stop their tools and report.
+
+        Workers get STOP_SIGNAL and STOP_GRACE seconds to hand back their interrupted runs; then
+        they are killed, and with them (parent-death signal) whatever they had started.
+        """
+        executor = self.executor
+        if executor is None or isinstance(executor, InlineExecutor):
+            return
+        processes = list((getattr(executor, "_processes", None) or {}).values())
+        try:
+            for future in self.futures:
+                future.cancel()
+            for process in processes:
+                if process.pid is not None:
+                    _signal(process.pid, interrupt.STOP_SIGNAL)
+            deadline = time.monotonic() + STOP_GRACE
+            for future, spec in self.futures.items():
+                if spec.run not in self.pending or future.cancelled():
+                    continue
+                self._collect_within(future, deadline)
+        except (BrokenProcessPool, TimeoutError) as err:
+            logger.warning("not every run reported back after the interrupt: %s", type(err).__name__)
+        finally:
+            for process in processes:
+                if process.pid is not None:
+                    _signal(process.pid, signal.SIGKILL)
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    def _collect_within(self, future: Future[RunOutcome], deadline: float) -> None:
+        wait([future], timeout=max(0.0, deadline - time.monotonic()))
+        if future.done():
+            self._collect(future)
+        else:
+            raise TimeoutError
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+def _marker_pid(marker: Path) -> int | None:
+    try:
+        return int(marker.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
-def _lost_row(spec: RunSpec, err: BaseException) -> dict[str, Any]:
-    from mlonmcu.session.run import base_row
-
-    row = base_row(spec)
-    row["Failing"] = True
-    row["Reason"] = f"worker lost: {type(err).__name__}: {err}"
-    return row
-
-
-def list_sessions(env: Environment) -> list[dict[str, Any]]:
-    result = []
-    if not env.sessions_dir.is_dir():
-        return result
-    for path in sorted((p for p in env.sessions_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
-        meta_path = path / SESSION_FILE
-        meta = yaml.safe_load(meta_path.read_text()) if meta_path.is_file() else {}
-        result.append({"id": int(path.name), "dir": path, **(meta or {})})
-    return result
+def _alive(pid: int) -> bool:
+    """Running — a dead worker the pool has not reaped yet is a zombie, and dead."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
-def session_dir(env: Environment, session_id: str) -> Path:
-    path = env.sessions_dir / session_id
-    if not path.is_dir():
-        raise ConfigError(f"no session '{session_id}' in {env.sessions_dir} (see `mlonmcu sessions list`)")
-    return path.resolve()
-
-
-def cleanup(env: Environment, keep: int) -> list[int]:
-    """Delete all but the newest `keep` sessions; returns the deleted ids."""
-    sessions = list_sessions(env)
-    doomed = sessions[: max(0, len(sessions) - keep)]
-    for s in doomed:
-        shutil.rmtree(s["dir"])
-    latest = env.sessions_dir / "latest"
-    if latest.is_symlink() and not latest.exists():
-        latest.unlink()
-    return [s["id"] for s in doomed]
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)

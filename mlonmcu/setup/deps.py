@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import fcntl
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
+
+from mlonmcu.atomic import write_text
 
 DEPS_FILE = "deps.yml"
 
@@ -24,7 +27,7 @@ class Installed:
 
 
 @contextmanager
-def _locked(deps_dir: Path):
+def _locked(deps_dir: Path) -> Iterator[None]:
     deps_dir.mkdir(parents=True, exist_ok=True)
     with (deps_dir / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -45,7 +48,4 @@ def record(deps_dir: Path, installed: Installed) -> None:
         entry.pop("name")
         entry["recorded"] = datetime.now(UTC).isoformat(timespec="seconds")
         components[installed.name] = entry
-        path = deps_dir / DEPS_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(yaml.safe_dump({"components": components}, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)
+        write_text(deps_dir / DEPS_FILE, yaml.safe_dump({"components": components}, sort_keys=True))

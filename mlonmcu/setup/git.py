@@ -1,14 +1,13 @@
 """Git components: a source (URL or local path) and a ref, checked out shallow under deps/.
 
-A checkout appears under its final name only once it is complete (cloned into a temporary
-directory, then renamed), so an interrupted setup leaves nothing half-cloned behind that a later
-run could use; re-running setup simply starts again. An existing checkout is used as it is.
+A checkout appears under its final name only once it is complete (a locked atomic entry, see
+entry.py), so an interrupted setup leaves nothing half-cloned behind that a later run could
+use; re-running setup simply starts again.
 """
 
 from __future__ import annotations
 
-import shutil
-import uuid
+import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -16,9 +15,10 @@ import yaml
 
 from mlonmcu.config import Option
 from mlonmcu.errors import SetupError
-from mlonmcu.setup.component import Component
+from mlonmcu.setup.component import DirectoryComponent
 from mlonmcu.setup.deps import Installed
 
+logger = logging.getLogger("mlonmcu.setup")
 STAMP = ".git/mlonmcu-source.yml"  # inside .git: the work tree stays clean
 
 
@@ -34,34 +34,49 @@ def is_work_tree(path: Path) -> bool:
     return (path / ".git").exists()
 
 
-class GitComponent(Component):
-    """Subclasses set the default source and ref: the ones the project depending on it pins."""
+class GitComponent(DirectoryComponent):
+    """Subclasses set the default source and ref: the ones the project depending on it pins.
+
+    A clone is a locked atomic entry (deps/NAME, checked by size and mtime on every lookup,
+    thoroughly by `mlonmcu cache verify`); a checkout the user points to (`NAME.path`, or a local
+    work tree given to `--source` without a ref) is used in place and not checked.
+    """
 
     default_url: ClassVar[str]
     default_ref: ClassVar[str]
     on_request = True  # large downloads from the network: only when asked for
+    thorough = False  # thousands of files: size and mtime on lookup
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if hasattr(cls, "default_url"):
             cls.options = (
-                Option("url", "str", cls.default_url, "git URL or local path (also a bare mirror) to clone from"),
-                Option("ref", "str", cls.default_ref, "tag, branch or commit to check out"),
-                Option("path", "str", "", "an existing checkout to use as it is (nothing is cloned)"),
+                Option("url", str, cls.default_url, "git URL or local path (also a bare mirror) to clone from"),
+                Option("ref", str, cls.default_ref, "tag, branch or commit to check out"),
+                Option("path", str, "", "an existing checkout to use as it is (nothing is cloned)"),
             )
 
     @property
     def checkout(self) -> Path:
-        if self.settings["path"]:
-            return Path(self.settings["path"]).expanduser()
-        return self.deps_dir / self.name
+        if self.opt("path"):
+            return Path(self.opt("path")).expanduser()
+        return self.directory
+
+    @property
+    def in_place(self) -> bool:
+        return bool(self.opt("path")) or self.directory.is_symlink()
+
+    def manages_directory(self) -> bool:
+        return not self.in_place and super().manages_directory()
 
     def locate(self) -> Installed | None:
-        path = self.checkout
-        if not is_work_tree(path):
-            return None
+        if self.in_place:
+            return self.found() if is_work_tree(self.checkout) else None
+        return super().locate()
+
+    def found(self) -> Installed:
         ref = self.recorded_source().get("ref", "")
-        return Installed(self.name, _describe(path, ref), str(path))
+        return Installed(self.name, _describe(self.checkout, ref), str(self.checkout))
 
     def hint(self) -> str:
         return f"mlonmcu setup {self.name}  (offline: mlonmcu setup --source {self.name}=PATH_OR_URL[@REF])"
@@ -76,27 +91,28 @@ class GitComponent(Component):
         path = Path(source).expanduser()
         if is_work_tree(path) and ref is None:
             self.deps_dir.mkdir(parents=True, exist_ok=True)
-            _remove(self.checkout)
-            self.checkout.symlink_to(path.resolve(), target_is_directory=True)
+            with self.entry.locked():
+                self.entry.remove()
+                self.directory.symlink_to(path.resolve(), target_is_directory=True)
             return
-        self.settings["url"] = str(path.resolve()) if path.exists() else source
+        self.set("url", str(path.resolve()) if path.exists() else source)
         if ref:
-            self.settings["ref"] = ref
-        wanted = {"url": self.settings["url"], "ref": self.settings["ref"]}
+            self.set("ref", ref)
+        wanted = {"url": self.opt("url"), "ref": self.opt("ref")}
         recorded = self.recorded_source()
-        if recorded and {k: recorded.get(k) for k in wanted} != wanted and not self.settings["path"]:
-            _remove(self.checkout)  # pointed elsewhere: clone again
+        if self.directory.is_symlink() or (recorded and {k: recorded.get(k) for k in wanted} != wanted):
+            with self.entry.locked():
+                self.entry.remove()  # pointed elsewhere: clone again
 
     def install(self, log: Path) -> None:
-        if self.settings["path"]:
-            raise SetupError(f"{self.name}: {self.settings['path']} is not a git checkout (setting {self.name}.path)")
+        if self.opt("path"):
+            raise SetupError(f"{self.name}: {self.opt('path')} is not a git checkout (setting {self.name}.path)")
+        super().install(log)
+
+    def fill(self, staging: Path, log: Path) -> None:
         from git import GitCommandError, Repo
 
-        url, ref = self.settings["url"], self.settings["ref"]
-        self.deps_dir.mkdir(parents=True, exist_ok=True)
-        for stale in self.deps_dir.glob(f".{self.name}.partial-*"):
-            _remove(stale)  # left by an interrupted setup
-        staging = self.deps_dir / f".{self.name}.partial-{uuid.uuid4().hex[:8]}"
+        url, ref = self.opt("url"), self.opt("ref")
         try:
             repo = Repo.init(staging)
             origin = repo.create_remote("origin", url)
@@ -104,6 +120,7 @@ class GitComponent(Component):
                 origin.fetch(ref, depth=1)
                 revision = "FETCH_HEAD"
             except GitCommandError:  # servers that refuse shallow fetches of a commit: fetch all
+                logger.info("%s: shallow fetch of %s refused; fetching everything", self.name, ref)
                 origin.fetch()
                 origin.fetch("+refs/tags/*:refs/tags/*")
                 revision = ref
@@ -111,17 +128,12 @@ class GitComponent(Component):
             (staging / STAMP).write_text(yaml.safe_dump({"url": url, "ref": ref, "commit": repo.head.commit.hexsha}))
             with log.open("a") as fh:
                 fh.write(f"{self.name}: checked out {ref} ({repo.head.commit.hexsha}) from {url}\n")
+            repo.close()
         except GitCommandError as err:
-            _remove(staging)
             detail = (err.stderr or str(err)).strip().splitlines()
             raise SetupError(
                 f"{self.name}: cannot check out {ref} from {url}: {detail[-1] if detail else err}"
             ) from None
-        except Exception:
-            _remove(staging)
-            raise
-        _remove(self.checkout)
-        staging.replace(self.checkout)
 
 
 def _describe(path: Path, ref: str) -> str:
@@ -133,10 +145,3 @@ def _describe(path: Path, ref: str) -> str:
     except (InvalidGitRepositoryError, ValueError):
         return "unknown"
     return commit if not ref or commit.startswith(ref) else f"{commit} ({ref})"
-
-
-def _remove(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)

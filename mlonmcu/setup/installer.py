@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mlonmcu import registry
+from mlonmcu.entry import Entry
 from mlonmcu.environment import Environment
 from mlonmcu.errors import ConfigError, MlonmcuError, SetupError
-from mlonmcu.setup.component import Component
+from mlonmcu.setup.component import Component, DirectoryComponent
 from mlonmcu.setup.deps import Installed, record
 from mlonmcu.setup.git import GitComponent, split_source
+
+logger = logging.getLogger("mlonmcu.setup")
 
 
 @dataclass
@@ -30,23 +33,21 @@ def component(env: Environment, name: str) -> Component:
     return cls(env.deps_dir, env.components.get(name))
 
 
-def _plugin(kind: str, name: str) -> Any:
-    registries = {
-        "backends": registry.BACKENDS,
-        "platforms": registry.PLATFORMS,
-        "targets": registry.TARGETS,
-        "features": registry.FEATURES,
-        "frontends": registry.FRONTENDS,
-    }
-    return registries[kind].get(name)
+KIND_REGISTRIES = {
+    "backends": registry.BACKENDS,
+    "platforms": registry.PLATFORMS,
+    "targets": registry.TARGETS,
+    "features": registry.FEATURES,
+    "frontends": registry.FRONTENDS,
+}
 
 
 def requirements(kind: str, name: str) -> tuple[str, ...]:
-    return tuple(_plugin(kind, name).requires)
+    return tuple(KIND_REGISTRIES[kind].get(name).requires)
 
 
 def optional_components(kind: str, name: str) -> tuple[str, ...]:
-    return tuple(getattr(_plugin(kind, name), "optional", ()))
+    return tuple(KIND_REGISTRIES[kind].get(name).optional)
 
 
 def needed_by(env: Environment) -> dict[str, list[str]]:
@@ -70,6 +71,18 @@ def status(env: Environment) -> list[ComponentStatus]:
         comp = component(env, name)
         result.append(ComponentStatus(name, comp.help, users.get(name, []), comp.locate(), comp.hint()))
     return result
+
+
+def verify_components(env: Environment) -> dict[str, str]:
+    """Components mlonmcu installed itself, checked file by file: name → what is wrong."""
+    broken = {}
+    for name in dict.fromkeys([*env.components, *needed_by(env)]):
+        comp = component(env, name)
+        if isinstance(comp, DirectoryComponent) and comp.manages_directory():
+            problem = comp.entry.verify(thorough=True)
+            if problem:
+                broken[name] = f"{comp.directory} is damaged ({problem})"
+    return broken
 
 
 def default_components(env: Environment) -> list[str]:
@@ -98,8 +111,26 @@ def install(
     names = list(dict.fromkeys(names))
     for name in list(names):  # unknown names are usage errors before anything is installed
         names += [c for c in registry.COMPONENTS.get(name).companions if c not in names]
-    log = env.deps_dir / "setup.log"
+    log = log_path(env)
     env.deps_dir.mkdir(parents=True, exist_ok=True)
+    # one setup at a time per HOME: a second one waits, then finds everything installed
+    lock = Entry(env.deps_dir / "setup", "setup")
+    with lock.locked(wait=False) as free:
+        if free:
+            return _install_all(env, names, sources, log, report)
+    if report:
+        report("setup", f"waiting for another `mlonmcu setup` on {env.home}")
+    with lock.locked():
+        return _install_all(env, names, sources, log, report)
+
+
+def _install_all(
+    env: Environment,
+    names: list[str],
+    sources: dict[str, str],
+    log: Path,
+    report: Callable[[str, str], None] | None,
+) -> tuple[list[Installed], dict[str, str]]:
     done: list[Installed] = []
     failed: dict[str, str] = {}
     for name in names:
@@ -147,8 +178,9 @@ def check(env: Environment, names: Iterable[str]) -> tuple[dict[str, Installed],
     for name in dict.fromkeys(names):
         comp = component(env, name)
         located = comp.locate()
+        logger.debug("component %s: %s", name, located.location if located else comp.problem or "not installed")
         if located is None:
-            missing[name] = comp.hint()
+            missing[name] = f"{comp.problem}; {comp.hint()}" if comp.problem else comp.hint()
         else:
             found[name] = located
     return found, missing
@@ -156,11 +188,13 @@ def check(env: Environment, names: Iterable[str]) -> tuple[dict[str, Installed],
 
 def missing_message(missing: dict[str, str]) -> str:
     names = ", ".join(missing)
-    return (
-        f"missing component(s) {names}: run `{next(iter(missing.values()))}`"
-        if len(missing) == 1
-        else (f"missing components {names}: run `mlonmcu setup {' '.join(missing)}`")
-    )
+    if len(missing) == 1:
+        hint = next(iter(missing.values()))
+        problem, _, fix = hint.rpartition("; ")
+        command, _, alternative = fix.partition("  (")
+        where = f" ({problem})" if problem else ""
+        return f"missing component {names}{where}: run `{command}`" + (f" ({alternative}" if alternative else "")
+    return f"missing components {names}: run `mlonmcu setup {' '.join(missing)}`"
 
 
 def log_path(env: Environment) -> Path:

@@ -19,44 +19,28 @@ from pathlib import Path
 from typing import Any
 
 from mlonmcu.config import Option
-from mlonmcu.errors import ConfigError, RunTimeout, StageError
-from mlonmcu.process import Completed, run
-from mlonmcu.registry import TARGETS
-from mlonmcu.targets.cortexm import CORES, CortexMTarget, MemoryMap, stack_option
+from mlonmcu.errors import ConfigError, RunTimeout, StageError, ToolError
+from mlonmcu.process import Completed, run, spawn, stop
+from mlonmcu.targets.cortexm import CORES, CortexMTarget, MemoryMap, memory_from_regions, memory_presets, stack_option
 
-KB, MB = 1 << 10, 1 << 20
-MEMORY_PRESETS = {
-    "mps2": MemoryMap(0x00000000, 4 * MB, 0x20000000, 4 * MB),  # MPS2 FPGA boards and QEMU's mps2-an385/386
-    "stm32f4": MemoryMap(0x08000000, 1 * MB, 0x20000000, 128 * KB),  # e.g. STM32F407/F429 (Cortex-M4)
-    "stm32f7": MemoryMap(0x08000000, 1 * MB, 0x20000000, 320 * KB),  # e.g. STM32F746 (Cortex-M7)
-    "stm32h7": MemoryMap(0x08000000, 2 * MB, 0x24000000, 512 * KB),  # STM32H743 AXI SRAM (Cortex-M7)
-    "nrf52840": MemoryMap(0x00000000, 1 * MB, 0x20000000, 256 * KB),  # Nordic nRF52840 (Cortex-M4)
-    "nrf5340": MemoryMap(0x00000000, 1 * MB, 0x20000000, 512 * KB),  # Nordic nRF5340 app core (Cortex-M33)
-}
 EXIT_SYMBOL = "mlonmcu_exit"
 _EXIT_LINE = re.compile(r"^MLONMCU_GDB_EXIT (-?\d+)", re.MULTILINE)
-_SIZE = re.compile(r"^(\d+)([KM]?)$", re.IGNORECASE)
 
 
 def parse_memory(spec: str) -> MemoryMap:
-    """A preset name, or `rom=ORIGIN:SIZE,ram=ORIGIN:SIZE` (sizes like 512K or 1M)."""
-    if spec in MEMORY_PRESETS:
-        return MEMORY_PRESETS[spec]
-    regions: dict[str, tuple[int, int]] = {}
+    """A preset name (boards.yml), or `rom=ORIGIN:SIZE,ram=ORIGIN:SIZE[,samples=ORIGIN:SIZE]`."""
+    presets = memory_presets()
+    if spec in presets:
+        return presets[spec]
     try:
+        regions = {}
         for part in spec.split(","):
             name, _, value = part.partition("=")
-            origin, _, size = value.partition(":")
-            match = _SIZE.match(size.strip())
-            if not match:
-                raise ValueError(size)
-            scale = {"": 1, "K": KB, "M": MB}[match.group(2).upper()]
-            regions[name.strip().lower()] = (int(origin, 0), int(match.group(1)) * scale)
-        return MemoryMap(*regions["rom"], *regions["ram"])
+            regions[name.strip().lower()] = value
+        return memory_from_regions(regions)
     except (KeyError, ValueError):
-        presets = ", ".join(MEMORY_PRESETS)
         raise ConfigError(
-            f"bad board.memory '{spec}': use a preset ({presets}) or rom=0x08000000:1M,ram=0x20000000:128K"
+            f"bad board.memory '{spec}': use a preset ({', '.join(presets)}) or rom=0x08000000:1M,ram=0x20000000:128K"
         ) from None
 
 
@@ -67,24 +51,36 @@ def parse_endpoint(value: str) -> tuple[str, int] | None:
     return None
 
 
-@TARGETS.register
 class BoardTarget(CortexMTarget):
     name = "board"
     help = "a real Cortex-M board behind a GDB server; output by semihosting or a serial port"
     options = (
         Option(
             "gdb_server",
-            "str",
+            str,
             "localhost:3333",
             "HOST:PORT of a running GDB server, or a command mlonmcu starts and stops (see board.port)",
         ),
-        Option("port", "int", 3333, "the port a gdb_server command listens on"),
-        Option("core", "choice", "cortex-m4", "the board's core (selects compiler flags)", tuple(CORES)),
-        Option("memory", "str", "stm32f4", f"flash/RAM map: a preset ({', '.join(MEMORY_PRESETS)}) or rom=..,ram=.."),
-        Option("serial", "str", "", "pyserial URL to read the output from (e.g. /dev/ttyACM0, socket://host:port)"),
-        Option("baud", "int", 115200, "serial baud rate"),
-        Option("uart", "int", 0, "base address of a CMSDK UART the firmware writes to (0: semihosting)"),
-        Option("timeout", "float", 120.0, "seconds before a run is stopped (the board is left halted)"),
+        Option("port", int, 3333, "the port a gdb_server command listens on", min=1, max=65535),
+        Option("core", str, "cortex-m4", "the board's core (selects compiler flags)", choices=tuple(CORES)),
+        Option(
+            "memory",
+            str,
+            "stm32f4",
+            "flash/RAM map: a preset from boards.yml (stm32f4, mps2, ...) or rom=..,ram=..",
+            check=lambda value: parse_memory(value),
+        ),
+        Option("serial", str, "", "pyserial URL to read the output from (e.g. /dev/ttyACM0, socket://host:port)"),
+        Option("baud", int, 115200, "serial baud rate", min=1),
+        Option(
+            "uart",
+            int,
+            0,
+            "base address of a CMSDK UART the firmware writes to (0: semihosting)",
+            min=0,
+            max=0xFFFFFFFF,
+        ),
+        Option("timeout", float, 120.0, "seconds before a run is stopped (the board is left halted)", above=0),
         stack_option(),
     )
     requires = ("arm_gcc", "gdb")
@@ -117,7 +113,7 @@ class BoardTarget(CortexMTarget):
             output = completed.output + serial.text()
         finally:
             if server is not None:
-                _stop(server)
+                stop(server, grace=5.0)
         match = _EXIT_LINE.search(output)
         if match is None:
             raise StageError(f"the firmware never reached {EXIT_SYMBOL} (gdb: {_last_error(output)})")
@@ -136,7 +132,7 @@ class BoardTarget(CortexMTarget):
             'printf "MLONMCU_GDB_EXIT %d\\n", $r0',
             "disconnect",  # leaves the core halted
         ]
-        args = [self.tool("gdb"), "-q", "-batch", "-nx"]
+        args: list[str | Path] = [self.tool("gdb"), "-q", "-batch", "-nx"]
         for command in commands:
             args += ["-ex", command]
         args.append(elf)
@@ -151,16 +147,11 @@ class BoardTarget(CortexMTarget):
         command = shlex.split(self.opt("gdb_server"))
         with log.open("a") as fh:
             fh.write(f"$ {' '.join(command)} &\n")
-        try:
-            return subprocess.Popen(
-                command,
-                stdout=log.open("a"),
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except FileNotFoundError:
-            raise StageError(f"cannot start the GDB server: '{command[0]}' not found") from None
+        with log.open("a") as out:
+            try:
+                return spawn(command, stdout=out, what="the GDB server")
+            except ToolError:
+                raise StageError(f"cannot start the GDB server: '{command[0]}' not found") from None
 
 
 def _check_reachable(host: str, port: int, wait: float) -> None:
@@ -176,14 +167,6 @@ def _check_reachable(host: str, port: int, wait: float) -> None:
                     "pyOCD, J-Link, QEMU -gdb) or set board.gdb_server"
                 ) from None
             time.sleep(0.2)
-
-
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    server.terminate()
-    try:
-        server.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        server.kill()
 
 
 def _last_error(output: str) -> str:

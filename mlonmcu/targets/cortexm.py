@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+import yaml
 
 from mlonmcu.config import Option
-from mlonmcu.targets.target import Target, TargetProfile
+from mlonmcu.contracts import TargetProfile
+from mlonmcu.targets.target import Target
 
 # -mcpu/-mfpu/-mfloat-abi per core; the FPU (where there is one) is used for float models
 CORES: dict[str, tuple[str, ...]] = {
@@ -46,14 +51,43 @@ class MemoryMap:
         return values
 
 
+BOARDS_FILE = Path(__file__).with_name("boards.yml")
+_REGION = re.compile(r"^\s*(0x[0-9a-f]+|\d+)\s*:\s*(\d+)\s*([KM]?)\s*$", re.IGNORECASE)
+_SCALE = {"": 1, "K": 1 << 10, "M": 1 << 20}
+
+
+def parse_region(text: str) -> tuple[int, int]:
+    """`ORIGIN:SIZE` (e.g. 0x08000000:1M) → (origin, bytes)."""
+    match = _REGION.match(str(text))
+    if not match:
+        raise ValueError(text)
+    return int(match.group(1), 0), int(match.group(2)) * _SCALE[match.group(3).upper()]
+
+
+def memory_from_regions(regions: dict[str, str]) -> MemoryMap:
+    rom, ram = parse_region(regions["rom"]), parse_region(regions["ram"])
+    samples = parse_region(regions["samples"]) if "samples" in regions else (None, 0)
+    return MemoryMap(*rom, *ram, *samples)
+
+
+@cache
+def boards() -> dict[str, Any]:
+    """boards.yml: QEMU boards and the memory maps of real ones."""
+    return dict(yaml.safe_load(BOARDS_FILE.read_text(encoding="utf-8")))
+
+
+def memory_presets() -> dict[str, MemoryMap]:
+    return {name: memory_from_regions(regions) for name, regions in boards()["memory"].items()}
+
+
 def stack_option(default: int = 16 * 1024) -> Option:
-    return Option("stack_size", "int", default, "bytes reserved for the stack (RAM stack)")
+    return Option("stack_size", int, default, "bytes reserved for the stack (RAM stack)", min=1024, max=1 << 24)
 
 
 class CortexMTarget(Target):
     """Base of Cortex-M targets: subclasses pick the core, the memory map and how to run."""
 
-    requires: tuple[str, ...] = ("arm_gcc",)
+    requires: ClassVar[tuple[str, ...]] = ("arm_gcc",)
 
     def core(self) -> str:
         raise NotImplementedError

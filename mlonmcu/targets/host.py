@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mlonmcu.contracts import TargetProfile
 from mlonmcu.process import Completed, run
-from mlonmcu.registry import TARGETS
-from mlonmcu.targets.target import Target, TargetProfile, timeout_option
+from mlonmcu.targets.target import Target, timeout_option
 
 
-@TARGETS.register
 class HostTarget(Target):
     name = "host_x86"
     help = "this machine, compiled with the host gcc; reports wall-clock time only"

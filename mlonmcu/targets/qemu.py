@@ -5,12 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from mlonmcu.process import Completed, run
-from mlonmcu.registry import TARGETS
 from mlonmcu.targets.riscv import RISCV_OPTIONS, RiscvVirtTarget
 from mlonmcu.targets.target import timeout_option
 
 
-@TARGETS.register
 class QemuRv32Target(RiscvVirtTarget):
     name = "qemu_rv32"
     help = "QEMU riscv32 'virt' board; -icount shift=0 makes mcycle/minstret exact instruction counts"
@@ -18,7 +16,7 @@ class QemuRv32Target(RiscvVirtTarget):
     requires = ("riscv_gcc", "qemu")
 
     def execute(self, elf: Path, log: Path) -> Completed:
-        args = [
+        args: list[str | Path] = [
             self.tool("qemu"),
             "-machine",
             "virt",

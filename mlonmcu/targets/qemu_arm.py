@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from mlonmcu.contracts import HarnessRecord, Measurement
 from mlonmcu.errors import StageError
 from mlonmcu.platforms.elf import symbol
 from mlonmcu.process import Completed, run
-from mlonmcu.registry import TARGETS
-from mlonmcu.targets.cortexm import CortexMTarget, MemoryMap, stack_option
+from mlonmcu.targets.cortexm import CortexMTarget, MemoryMap, boards, memory_presets, stack_option
 from mlonmcu.targets.target import timeout_option
 
-MB = 1 << 20
 MARK_SYMBOL = "mlonmcu_mark"
-
-# MPS2 FPGA images: 4 MB SSRAM1 for code at 0, SSRAM2/3 for data at 0x20000000, 16 MB PSRAM
-# for the samples (at 0x21000000 on AN385/AN386, 0x60000000 on AN500)
-MPS2 = MemoryMap(0x00000000, 4 * MB, 0x20000000, 4 * MB, 0x21000000, 16 * MB)
-MPS2_AN500 = MemoryMap(0x00000000, 4 * MB, 0x20000000, 4 * MB, 0x60000000, 16 * MB)
-# AN505 boots secure: SSRAM1's secure alias for code, SSRAM2 and SSRAM3 (secure aliases) for data
-MPS2_AN505 = MemoryMap(0x10000000, 4 * MB, 0x38000000, 2 * MB, 0x38200000, 2 * MB)
-# AN547: 512 KB ITCM for code, 512 KB DTCM for data, samples in the 2 MB SRAM
-MPS3_AN547 = MemoryMap(0x00000000, 512 * 1024, 0x20000000, 512 * 1024, 0x01000000, 2 * MB)
 
 
 class QemuArmTarget(CortexMTarget):
@@ -53,15 +44,24 @@ class QemuArmTarget(CortexMTarget):
     def counter_name(self) -> str:
         return "qemu-plugin" if self.plugin else "systick"
 
-    def adjust(self, result: Any) -> None:
+    def adjust(self, record: HarnessRecord) -> HarnessRecord:
         """SysTick fallback: with -icount shift=0 an instruction takes 1 ns of virtual time, so
         instructions ≈ ticks · 1e9 / f — exact only to one tick (1e9 / f instructions)."""
         if self.plugin:
-            return
+            return record
         scale = 1e9 / self.clock_hz
-        for record in [result.setup, *result.runs, *result.profile]:
-            if "cycles" in record:
-                record["instructions"] = round(record.pop("cycles") * scale)
+
+        def scaled(m: Measurement) -> Measurement:
+            if m.cycles is None:
+                return m
+            return replace(m, cycles=None, instructions=round(m.cycles * scale))
+
+        return replace(
+            record,
+            setup=scaled(record.setup),
+            runs=tuple(scaled(m) for m in record.runs),
+            profile=tuple(scaled(m) for m in record.profile),
+        )
 
     def execute(self, elf: Path, log: Path) -> Completed:
         qemu = Path(self.tool("qemu")).with_name("qemu-system-arm")
@@ -81,36 +81,18 @@ class QemuArmTarget(CortexMTarget):
         return Completed(completed.returncode, completed.output + marks)
 
 
-@TARGETS.register
-class Mps2An385Target(QemuArmTarget):
-    name = "mps2_an385"
-    help = "QEMU mps2-an385: Cortex-M3, no FPU"
-    machine, cpu, memory, clock_hz = "mps2-an385", "cortex-m3", MPS2, 25_000_000
-
-
-@TARGETS.register
-class Mps2An386Target(QemuArmTarget):
-    name = "mps2_an386"
-    help = "QEMU mps2-an386: Cortex-M4 with single-precision FPU"
-    machine, cpu, memory, clock_hz = "mps2-an386", "cortex-m4", MPS2, 25_000_000
-
-
-@TARGETS.register
-class Mps2An500Target(QemuArmTarget):
-    name = "mps2_an500"
-    help = "QEMU mps2-an500: Cortex-M7 with double-precision FPU"
-    machine, cpu, memory, clock_hz = "mps2-an500", "cortex-m7", MPS2_AN500, 25_000_000
-
-
-@TARGETS.register
-class Mps2An505Target(QemuArmTarget):
-    name = "mps2_an505"
-    help = "QEMU mps2-an505: Cortex-M33 (Armv8-M, secure state)"
-    machine, cpu, memory, clock_hz = "mps2-an505", "cortex-m33", MPS2_AN505, 20_000_000
-
-
-@TARGETS.register
-class Mps3An547Target(QemuArmTarget):
-    name = "mps3_an547"
-    help = "QEMU mps3-an547: Cortex-M55 with Helium (MVE)"
-    machine, cpu, memory, clock_hz = "mps3-an547", "cortex-m55", MPS3_AN547, 32_000_000
+def board_targets() -> list[type[QemuArmTarget]]:
+    """One target per QEMU board in boards.yml (the entry point of the Cortex-M QEMU targets)."""
+    presets = memory_presets()
+    targets: list[type[QemuArmTarget]] = []
+    for name, board in boards()["qemu"].items():
+        attrs = {
+            "name": name,
+            "help": board["help"],
+            "machine": board["machine"],
+            "cpu": board["core"],
+            "memory": presets[board["memory"]],
+            "clock_hz": int(board["clock_hz"]),
+        }
+        targets.append(type(f"QemuArmTarget_{name}", (QemuArmTarget,), attrs))
+    return targets

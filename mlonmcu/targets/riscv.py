@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mlonmcu.config import Option
-from mlonmcu.targets.target import Target, TargetProfile
+from mlonmcu.contracts import TargetProfile
+from mlonmcu.targets.target import Target
 
 ROM_ORIGIN = 0x80000000
 ROM_LENGTH = 32 << 20
@@ -13,9 +14,9 @@ RAM_ORIGIN = ROM_ORIGIN + ROM_LENGTH
 RAM_LENGTH = 32 << 20
 
 RISCV_OPTIONS = (
-    Option("arch", "str", "rv32imc", "RISC-V ISA for -march (e.g. rv32imc, rv32imafc)"),
-    Option("abi", "str", "ilp32", "RISC-V ABI for -mabi (ilp32, ilp32f)"),
-    Option("stack_size", "int", 64 * 1024, "bytes reserved for the stack (RAM stack)"),
+    Option("arch", str, "rv32imc", "RISC-V ISA for -march (e.g. rv32imc, rv32imafc)"),
+    Option("abi", str, "ilp32", "RISC-V ABI for -mabi (ilp32, ilp32f)"),
+    Option("stack_size", int, 64 * 1024, "bytes reserved for the stack (RAM stack)", min=1024, max=RAM_LENGTH // 2),
 )
 
 
@@ -25,10 +26,10 @@ class RiscvVirtTarget(Target):
     memory_bytes = ROM_LENGTH + RAM_LENGTH
 
     def _cxx_flags(self) -> tuple[str, ...]:
-        gcc = self.components.get("riscv_gcc", {})
-        if "cxx_bits" not in gcc:
+        extras = self.components["riscv_gcc"].extras if "riscv_gcc" in self.components else {}
+        if "cxx_bits" not in extras:
             return ()
-        includes = (gcc["cxx_bits"], gcc["cxx_headers"], gcc["libc_headers"])
+        includes = (extras["cxx_bits"], extras["cxx_headers"], extras["libc_headers"])
         return (*(f"-isystem{d}" for d in includes), "-ftls-model=local-exec")
 
     def profile(self) -> TargetProfile:

@@ -5,12 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from mlonmcu.process import Completed, run
-from mlonmcu.registry import TARGETS
 from mlonmcu.targets.riscv import RISCV_OPTIONS, ROM_ORIGIN, RiscvVirtTarget
 from mlonmcu.targets.target import timeout_option
 
 
-@TARGETS.register
 class SpikeTarget(RiscvVirtTarget):
     name = "spike"
     help = "Spike RISC-V ISA simulator; counts retired instructions (spike has no timing model)"
@@ -18,7 +16,7 @@ class SpikeTarget(RiscvVirtTarget):
     requires = ("riscv_gcc", "spike", "dtc")
 
     def execute(self, elf: Path, log: Path) -> Completed:
-        args = [
+        args: list[str | Path] = [
             self.tool("spike"),
             f"--isa={self.opt('arch')}",
             f"-m0x{ROM_ORIGIN:x}:0x{self.memory_bytes:x}",

@@ -154,6 +154,16 @@ void mlonmcu_profile_begin(size_t kernel) {
 void mlonmcu_profile_end(size_t kernel) {
   if (profile_active && kernel < MLONMCU_PROFILE_MAX_KERNELS) {
     counters_t now = read_counters();
+#if MLONMCU_HAS_INSTRUCTIONS && MLONMCU_INSTRUCTIONS_FROM_MARKS
+    /* Marks are indices, not counts: they cannot be summed here. Each call's pair is reported
+     * (after its closing mark, so the printing is not measured); mlonmcu sums per kernel. */
+    put_str("MLONMCU PROFILE");
+    put_field("kernel", kernel);
+    put_field("calls", 1);
+    put_counters(profile_start, now);
+    mlonmcu_putc('\n');
+    return;
+#endif
     profile_sum[kernel].cycles += now.cycles - profile_start.cycles;
     profile_sum[kernel].instructions += now.instructions - profile_start.instructions;
     profile_sum[kernel].ns += now.ns - profile_start.ns;

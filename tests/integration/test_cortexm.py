@@ -120,6 +120,22 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def qemu_board_args(port: int) -> list[str]:
+    """`-t board` as an MPS2-AN385 (Cortex-M3) that QEMU plays behind its gdbstub."""
+    return [
+        "-t",
+        "board",
+        "-c",
+        "board.core=cortex-m3",
+        "-c",
+        "board.memory=mps2",
+        "-c",
+        f"board.gdb_server={qemu_as_board(port)}",
+        "-c",
+        f"board.port={port}",
+    ]
+
+
 def qemu_as_board(port: int, serial_port: int | None = None) -> str:
     """The command that makes QEMU play a real board: halted at start, a gdbstub, semihosting via GDB."""
     serial = f"tcp::{serial_port},server=on,wait=off" if serial_port else "none"
@@ -197,27 +213,8 @@ def test_board_timeout_leaves_it_halted(integration_home, mlonmcu, tmp_path):
     from test_crash import HangingBackend  # noqa: F401 - registers the `hanging` backend
 
     home = home_with(integration_home, tmp_path, backends=["hanging"])
-    port = free_port()
     code, _ = mlonmcu(
-        "flow",
-        "run",
-        "kws_dscnn",
-        "-b",
-        "hanging",
-        "-t",
-        "board",
-        "-c",
-        "board.core=cortex-m3",
-        "-c",
-        "board.memory=mps2",
-        "-c",
-        f"board.gdb_server={qemu_as_board(port)}",
-        "-c",
-        f"board.port={port}",
-        "-c",
-        "board.timeout=5",
-        "-H",
-        home,
+        "flow", "run", "kws_dscnn", "-b", "hanging", *qemu_board_args(free_port()), "-c", "board.timeout=5", "-H", home
     )
     reason = latest(home).iloc[0]["Reason"]
     assert code == 1 and reason.startswith("timeout") and "halted" in reason

@@ -3,7 +3,7 @@
 import pytest
 
 from mlonmcu.environment import Environment
-from mlonmcu.session.session import FlowRequest, plan
+from mlonmcu.session.plan import FlowRequest, plan
 
 
 @pytest.mark.parametrize(
@@ -84,3 +84,65 @@ def test_target_not_enabled_is_a_usage_error(tmp_path, mlonmcu):
     code, _ = mlonmcu("init", tmp_path / "h", "--template", "host")
     code, output = mlonmcu("flow", "run", "kws_dscnn", "-t", "spike", "-H", tmp_path / "h")
     assert code == 2 and "not enabled" in output
+
+
+def test_key_that_no_run_reads_is_a_usage_error(home, mlonmcu):
+    code, output = mlonmcu("flow", "run", "kws_dscnn", "-t", "spike", "-c", "qemu_rv32.arch=rv32im", "-H", home)
+    assert code == 2 and "qemu_rv32.arch: no run uses target qemu_rv32" in output
+    # read by one run of the matrix: fine (the other run does not get it)
+    env = Environment.load(home)
+    request = FlowRequest(["kws_dscnn"], ["tvmaot"], ["spike", "qemu_rv32"], config={"qemu_rv32.arch": ["rv32im"]})
+    specs = plan(env, request, 0, home / "runs")
+    assert [s.user_config for s in specs] == [{}, {"qemu_rv32.arch": "rv32im"}]
+
+
+def test_validate_samples_beyond_the_model_says_how_many_run(home, mlonmcu, tmp_path, caplog):
+    import logging
+    import shutil
+
+    from mlonmcu.data import bundled_models_dir
+
+    model = tmp_path / "few" / "few"
+    shutil.copytree(bundled_models_dir() / "kws_dscnn", model.parent / "few")
+    (model.parent / "few" / "kws_dscnn.tflite").rename(model.parent / "few" / "few.tflite")
+    for extra in sorted((model.parent / "few" / "input").glob("*.bin"))[3:]:
+        extra.unlink()
+    env = Environment.load(home)
+    request = FlowRequest(
+        [str(model.parent / "few" / "few.tflite")], ["tvmaot"], ["spike"], ["validate"], {"validate.samples": ["20"]}
+    )
+    with caplog.at_level(logging.WARNING, logger="mlonmcu"):
+        plan(env, request, 0, tmp_path / "runs")
+    assert "validate.samples=20: model few has 3 samples; 3 will run" in caplog.text
+
+
+def test_two_models_of_one_name_stay_distinguishable(home, tmp_path):
+    import shutil
+
+    from mlonmcu.data import bundled_models_dir
+
+    paths = []
+    for where in ("a", "b"):
+        (tmp_path / where).mkdir()
+        paths.append(shutil.copy(bundled_models_dir() / "kws_dscnn" / "kws_dscnn.tflite", tmp_path / where))
+    specs = plan(Environment.load(home), FlowRequest(paths, ["tvmaot"], ["spike"]), 0, tmp_path / "runs")
+    from mlonmcu.session.run import base_row
+
+    rows = [base_row(s) for s in specs]
+    assert [r["Model"] for r in rows] == ["kws_dscnn", "kws_dscnn"]
+    assert rows[0]["Model Path"] != rows[1]["Model Path"] and rows[0]["Model Hash"] == rows[1]["Model Hash"]
+
+
+def test_env_shows_paths_and_config(home, mlonmcu):
+    code, output = mlonmcu("env", "-H", home)
+    assert code == 0
+    assert f"home:      {home}" in output and "config:    mlif.optimize=O2" in output and "targets:" in output
+
+
+def test_sessions_and_cleanup_on_an_empty_home(home, mlonmcu):
+    code, output = mlonmcu("sessions", "-H", home)
+    assert code == 0 and "no sessions in" in output
+    code, output = mlonmcu("cleanup", "--keep", "0", "--cache", "-H", home)
+    assert code == 0 and "removed 0 session(s)" in output and "emptied the cache: 0 entries" in output
+    code, output = mlonmcu("sessions", "show", "latest", "-H", home)
+    assert code == 2 and "no session 'latest'" in output

@@ -8,11 +8,23 @@ from mlonmcu.errors import ConfigError
 
 
 def test_default_home_is_created_on_first_use(tmp_path, monkeypatch):
-    monkeypatch.setenv("MLONMCU_HOME", str(tmp_path / "fresh"))
+    monkeypatch.delenv("MLONMCU_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     env = Environment.load()
-    assert env.file.is_file()
+    assert env.home == tmp_path / "data" / "mlonmcu" and env.file.is_file()
     assert env.model_dirs[0] == bundled_models_dir()
     assert env.first("targets") == "spike"
+
+
+def test_a_named_home_must_exist(tmp_path, monkeypatch):
+    """A typo in -H or $MLONMCU_HOME must not silently start an empty HOME."""
+    with pytest.raises(ConfigError, match=r"no mlonmcu HOME at .*typo.*mlonmcu init"):
+        Environment.load(tmp_path / "typo")
+    assert not (tmp_path / "typo").exists()
+    monkeypatch.setenv("MLONMCU_HOME", str(tmp_path / "typo2"))
+    with pytest.raises(ConfigError, match=r"MLONMCU_HOME"):
+        Environment.load()
+    assert Environment.load(tmp_path / "made", create=True).file.is_file()
 
 
 def test_models_env_var_adds_directories(home, monkeypatch, tmp_path):

@@ -73,12 +73,12 @@ def test_wrong_source_names_url_and_ref(tmp_path, upstream, mlonmcu):
     code, output = mlonmcu("setup", "-H", home, "gemmlowp", "--source", f"gemmlowp={missing}@main")
     assert code == 1 and str(missing) in output
     assert not (home / "deps" / "gemmlowp").exists()  # nothing half-cloned is left for later runs
-    assert not list((home / "deps").glob(".gemmlowp.partial-*"))
+    assert not list((home / "deps").glob(".gemmlowp.staging-*"))
 
 
 def test_interrupted_setup_is_completed_by_the_next(tmp_path, upstream, mlonmcu):
     home = make_home(tmp_path / "home")
-    leftover = home / "deps" / ".flatbuffers.partial-deadbeef"
+    leftover = home / "deps" / ".flatbuffers.staging-deadbeef"
     leftover.mkdir(parents=True)
     (leftover / "half-written").write_text("x")
     code, _ = mlonmcu("setup", "-H", home, "flatbuffers", "--source", f"flatbuffers={upstream}@v2")

@@ -1,11 +1,15 @@
+import errno
+
 import pandas as pd
 import pytest
 
-from mlonmcu.errors import ConfigError, StageError
+from mlonmcu.contracts import HarnessEnd, Measurement
+from mlonmcu.errors import ConfigError, DiskFull, StageError
 from mlonmcu.platforms.harness import parse
+from mlonmcu.process import Completed
 from mlonmcu.report.columns import CORE
-from mlonmcu.report.report import export, to_frame
-from mlonmcu.session.stages import _failure
+from mlonmcu.report.report import export, read, to_frame
+from mlonmcu.session.stages import failure_of
 
 OUTPUT = """noise from the simulator
 MLONMCU BEGIN
@@ -17,19 +21,28 @@ MLONMCU END status=0 stack=512
 
 
 def test_parse_harness_output():
-    result = parse(OUTPUT)
-    assert result.setup == {"status": 0, "cycles": 45, "instructions": 40, "arena": 128}
-    assert result.runs[0]["instructions"] == 900
-    assert result.outputs[0][0] == bytes([0x0A, 0x80, 0xFF])
-    assert result.end == {"status": 0, "stack": 512}
-    assert _failure(result, 0) == ""
+    parsed = parse(OUTPUT)
+    record = parsed.record
+    assert record.setup == Measurement(status=0, cycles=45, instructions=40)
+    assert record.runs[0].instructions == 900 and record.runs[0].sample == 0
+    assert parsed.outputs[0][0] == bytes([0x0A, 0x80, 0xFF])
+    assert record.end == HarnessEnd(0, 512)
+    assert failure_of(parsed, Completed(0, OUTPUT)) == ""
+
+
+def test_marks_become_instruction_counts():
+    text = "\n".join(
+        ["MLONMCU BEGIN", "MLONMCU MARK 0 100", "MLONMCU MARK 1 350", "MLONMCU SETUP status=0 marks=0:1", "MLONMCU END"]
+    )
+    assert parse(text).record.setup.instructions == 250
 
 
 def test_failure_reasons():
     crashed = parse("MLONMCU BEGIN\nMLONMCU TRAP mcause=0x00000007 mepc=0x80000100 mtval=0x00000000\n")
-    assert _failure(crashed, 100).startswith("firmware crashed: trap")
-    assert "without finishing" in _failure(parse("MLONMCU BEGIN\n"), -11)
-    assert "status -1" in _failure(parse("MLONMCU BEGIN\nMLONMCU END status=-1\n"), 255)
+    assert failure_of(crashed, Completed(100, "")).startswith("firmware crashed: trap")
+    assert "without finishing" in failure_of(parse("MLONMCU BEGIN\n"), Completed(-11, ""))
+    ended = parse("MLONMCU BEGIN\nMLONMCU END status=-1\n")
+    assert "status -1: the meaning" in failure_of(ended, Completed(255, ""), {-1: "the meaning"})
 
 
 def test_no_harness_output_is_an_error():
@@ -54,6 +67,7 @@ def test_report_formats(tmp_path, suffix):
     assert frame["Run"].tolist() == [0, 1]
     path = export(frame, tmp_path / f"r{suffix}")
     assert path.stat().st_size > 0
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left
     if suffix == ".csv":
         assert pd.read_csv(path)["Reason"].tolist()[0] == "timeout"
 
@@ -61,3 +75,59 @@ def test_report_formats(tmp_path, suffix):
 def test_unknown_report_format(tmp_path):
     with pytest.raises(ConfigError, match=r"\.csv, \.xlsx"):
         export(to_frame([]), tmp_path / "r.pdf")
+
+
+FORMULA = '=HYPERLINK("http://example.com","x")'
+
+
+def test_spreadsheet_exports_never_hold_formulas(tmp_path):
+    from openpyxl import load_workbook
+
+    frame = to_frame([{"Session": 0, "Run": 0, "Model": FORMULA, "Reason": "-1 is not @home", "MACs": -5}])
+    export(frame, tmp_path / "r.xlsx")
+    sheet = load_workbook(tmp_path / "r.xlsx").active
+    header = [c.value for c in sheet[1]]
+    cell = sheet.cell(row=2, column=header.index("Model") + 1)
+    assert cell.data_type == "s" and cell.value == FORMULA  # text, exactly as given, not a formula
+    assert sheet.cell(row=2, column=header.index("MACs") + 1).value == -5  # numbers stay numbers
+    export(frame, tmp_path / "r.csv")
+    raw = (tmp_path / "r.csv").read_text()
+    assert "'=HYPERLINK" in raw and "'-1 is not" in raw and ",-5" in raw
+    back = read(tmp_path / "r.csv")  # our own reader undoes the escaping
+    assert back["Model"][0] == FORMULA and back["Reason"][0] == "-1 is not @home"
+
+
+def test_full_disk_keeps_the_previous_report(tmp_path, monkeypatch):
+    path = export(to_frame([{"Session": 0, "Run": 0, "Model": "old"}]), tmp_path / "report.csv")
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", no_space)
+    with pytest.raises(DiskFull, match=r"report\.csv .*bytes free"):
+        export(to_frame([{"Session": 0, "Run": 0, "Model": "new"}]), path)
+    monkeypatch.undo()
+    assert read(path)["Model"].tolist() == ["old"]
+    assert [p.name for p in tmp_path.iterdir()] == ["report.csv"]
+
+
+def test_terminal_table_prints_brackets_literally(capsys):
+    from mlonmcu.cli import output
+
+    output.console.file = None  # the current sys.stdout (captured)
+    output.print_frame(pd.DataFrame([{"Run Time [s]": 0.5, "Model": "[bold]x[/bold]"}]), title="t [1]")
+    text = capsys.readouterr().out
+    assert "Run Time [s]" in text and "[bold]x[/bold]" in text and "t [1]" in text
+
+
+def test_profile_calls_reported_by_marks_are_summed_per_kernel():
+    lines = [
+        "MLONMCU BEGIN",
+        *(f"MLONMCU MARK {i} {c}" for i, c in enumerate((10, 110, 200, 230, 300, 350))),
+        "MLONMCU PROFILE kernel=0 calls=1 marks=0:1",
+        "MLONMCU PROFILE kernel=1 calls=1 marks=2:3",
+        "MLONMCU PROFILE kernel=0 calls=1 marks=4:5",
+        "MLONMCU END status=0",
+    ]
+    profile = parse("\n".join(lines)).record.profile
+    assert [(m.kernel, m.calls, m.instructions) for m in profile] == [(0, 2, 150), (1, 1, 30)]

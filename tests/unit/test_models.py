@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
 
+from mlonmcu.contracts import TensorInfo
 from mlonmcu.data import bundled_models_dir
 from mlonmcu.errors import ModelError
-from mlonmcu.models.frontend import TensorInfo, TfliteFrontend
+from mlonmcu.models.frontend import TfliteFrontend
 from mlonmcu.models.model import expand_models, find_model, list_models
 from mlonmcu.models.reference import reference_outputs
 from mlonmcu.models.samples import dequantize, prepare_inputs, quantize
@@ -26,9 +27,9 @@ def test_unknown_model_suggests_a_name():
 
 def test_describe_reports_io_ops_and_macs():
     info = TfliteFrontend().describe(find_model("kws_dscnn", DIRS).path)
-    assert info.inputs[0].shape == [1, 49, 10, 1] and info.inputs[0].dtype == "int8"
+    assert info.inputs[0].shape == (1, 49, 10, 1) and info.inputs[0].dtype == "int8"
     assert info.inputs[0].quantized
-    assert info.outputs[0].shape == [1, 8]
+    assert info.outputs[0].shape == (1, 8)
     assert "DEPTHWISE_CONV_2D" in info.operators
     assert info.macs == 488256  # matches resources/models/README.md
 
@@ -60,7 +61,7 @@ def test_samples_from_model_directory_are_quantized():
 
 
 def test_uint8_samples_use_the_input_quantization(tmp_path):
-    tensor = TensorInfo("x", [1, 4], "int8", [1.0], [-128])
+    tensor = TensorInfo("x", (1, 4), "int8", (1.0,), (-128,))
     (tmp_path / "input").mkdir()
     (tmp_path / "input" / "0.bin").write_bytes(bytes([0, 1, 128, 255]))
     (tmp_path / "m.tflite").write_bytes(b"")
@@ -71,7 +72,7 @@ def test_uint8_samples_use_the_input_quantization(tmp_path):
 
 
 def test_random_samples_are_seeded():
-    tensor = TensorInfo("x", [2, 3], "float32")
+    tensor = TensorInfo("x", (2, 3), "float32")
     model = find_model("kws_dscnn_fp32", DIRS)
     from mlonmcu.models.model import Model
 
@@ -89,3 +90,40 @@ def test_reference_outputs_match_the_bundled_reference_files():
     for n, out in enumerate(outputs):
         stored = np.fromfile(model.directory / "output_tflite" / f"{n}.bin", dtype=np.float32)
         assert np.allclose(dequantize(out[0], info.outputs[0]).reshape(-1), stored, atol=1e-6)
+
+
+def _clear_field(buf: bytearray, table: int, field: int) -> None:
+    """Make an optional flatbuffer field absent: zero its slot in the table's vtable."""
+    import struct
+
+    vtable = table - struct.unpack_from("<i", buf, table)[0]
+    size = struct.unpack_from("<H", buf, vtable)[0]
+    slot = vtable + 4 + 2 * field
+    if slot < vtable + size:
+        struct.pack_into("<H", buf, slot, 0)
+
+
+def test_a_model_without_description_or_tensor_names_is_not_corrupt(tmp_path):
+    """TFLM's test models leave optional strings out; that is valid, not a corrupt model."""
+    import tflite
+
+    buf = bytearray((DIRS[0] / "kws_dscnn" / "kws_dscnn.tflite").read_bytes())
+    model = tflite.Model.GetRootAsModel(bytes(buf), 0)
+    _clear_field(buf, model._tab.Pos, 3)  # Model.description
+    subgraph = model.Subgraphs(0)
+    for i in range(subgraph.TensorsLength()):
+        _clear_field(buf, subgraph.Tensors(i)._tab.Pos, 3)  # Tensor.name
+    path = tmp_path / "nameless.tflite"
+    path.write_bytes(bytes(buf))
+    assert tflite.Model.GetRootAsModel(bytes(buf), 0).Description() is None
+    info = TfliteFrontend().describe(path)
+    assert info.inputs[0].name.startswith("tensor") and info.inputs[0].shape == (1, 49, 10, 1)
+    assert info.macs == TfliteFrontend().describe(DIRS[0] / "kws_dscnn" / "kws_dscnn.tflite").macs
+
+
+def test_only_an_unparsable_flatbuffer_is_called_corrupt(tmp_path):
+    data = (DIRS[0] / "kws_dscnn" / "kws_dscnn.tflite").read_bytes()
+    path = tmp_path / "cut.tflite"
+    path.write_bytes(data[: len(data) // 3])
+    with pytest.raises(ModelError, match="corrupt TFLite model"):
+        TfliteFrontend().describe(path)

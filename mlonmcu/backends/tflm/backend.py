@@ -8,15 +8,13 @@ needs depends on the target's ABI, measures it with a calibration firmware first
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from mlonmcu.backends.backend import Backend
 from mlonmcu.backends.tflm.tree import CORE_OPTIMIZATION, CXX_FLAGS, DEFINITIONS, KERNEL_OPTIMIZATION, TflmTree
 from mlonmcu.config import Option
+from mlonmcu.contracts import BuildResult, LibrarySpec, ModelInfo, SourceGroup
 from mlonmcu.errors import StageError
-from mlonmcu.models.frontend import ModelInfo
 from mlonmcu.platforms.templates import c_byte_lines, render
-from mlonmcu.registry import BACKENDS
 
 PROBE_DEFAULT_ARENA = 1 << 20
 STATUS_MESSAGES = {
@@ -27,24 +25,28 @@ STATUS_MESSAGES = {
 }
 
 
-@BACKENDS.register
 class TflmiBackend(Backend):
     name = "tflmi"
     framework = "tflm"
     help = "TensorFlow Lite Micro interpreter (reference kernels), the model compiled into the firmware"
     options = (
         Option(
-            "arena_size", "int", 0, "arena bytes; 0: the smallest arena the model runs with, measured on the target"
+            "arena_size",
+            int,
+            0,
+            "arena bytes; 0: the smallest arena the model runs with, measured on the target",
+            min=0,
+            max=1 << 30,
         ),
     )
     requires = ("tflm", "flatbuffers", "gemmlowp")
 
     def tree(self) -> TflmTree:
-        locations = [Path(self.components[c]["location"]) for c in self.requires]
-        commits = tuple(self.components[c]["version"].split()[0] for c in self.requires)
-        return TflmTree(*locations, commits)  # type: ignore[arg-type]
+        tflm, flatbuffers, gemmlowp = (self.components[c] for c in self.requires)
+        commits = (tflm.version.split()[0], flatbuffers.version.split()[0], gemmlowp.version.split()[0])
+        return TflmTree(Path(tflm.location), Path(flatbuffers.location), Path(gemmlowp.location), commits)
 
-    def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> dict[str, Any]:
+    def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> BuildResult:
         tree = self.tree()
         methods = tree.resolver_methods
         missing = [op for op in info.operators if op not in methods]
@@ -66,32 +68,30 @@ class TflmiBackend(Backend):
         render("tflmi/cxx_support.cc", out / "cxx_support.cc")
         headers = tree.third_party_headers(self.cache_dir)
         sources = tree.sources
-        library = {
-            "name": "tflm",
-            "root": str(tree.root),
-            "identity": tree.identity,
-            "sources": sources,
-            "include_dirs": tree.include_dirs(headers),
-            "definitions": list(DEFINITIONS),
-            "compile_flags": [CORE_OPTIMIZATION],
-            "cxx_flags": list(CXX_FLAGS),
-            "source_options": [
-                {"sources": [s for s in sources if tree.is_kernel(s)], "options": [KERNEL_OPTIMIZATION]}
-            ],
-        }
+        include_dirs = tuple(tree.include_dirs(headers))
+        library = LibrarySpec(
+            name="tflm",
+            root=str(tree.root),
+            identity=tree.identity,
+            sources=tuple(sources),
+            include_dirs=include_dirs,
+            definitions=DEFINITIONS,
+            compile_flags=(CORE_OPTIMIZATION,),
+            cxx_flags=CXX_FLAGS,
+            source_options=(SourceGroup(tuple(s for s in sources if tree.is_kernel(s)), (KERNEL_OPTIMIZATION,)),),
+        )
         requested = int(self.opt("arena_size"))
         log.write_text(f"TFLM {tree.commits[0]}; operators: {', '.join(info.operators)}\n")
-        return {
-            "model": model_path.stem,
-            "backend": self.name,
-            "arena_size": requested or None,
-            "arena_calibration": {"requested": requested},
-            "sources": ["model.cc", "cxx_support.cc"],
-            "include_dirs": tree.include_dirs(headers),
-            "languages": ["CXX"],
-            "cxx_flags": list(CXX_FLAGS),
-            "definitions": list(DEFINITIONS),
-            "static_libraries": [library],
-            "status_messages": {str(k): v for k, v in STATUS_MESSAGES.items()},
-            "kernels": [],
-        }
+        return BuildResult(
+            model=model_path.stem,
+            backend=self.name,
+            sources=("model.cc", "cxx_support.cc"),
+            include_dirs=include_dirs,
+            languages=("CXX",),
+            cxx_flags=CXX_FLAGS,
+            definitions=DEFINITIONS,
+            static_libraries=(library,),
+            arena_size=requested or None,
+            arena_request=requested,
+            status_messages=STATUS_MESSAGES,
+        )

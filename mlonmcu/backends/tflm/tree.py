@@ -16,8 +16,9 @@ from functools import cached_property
 from pathlib import Path
 
 from mlonmcu.data import templates_dir
+from mlonmcu.entry import Entry
 from mlonmcu.errors import StageError
-from mlonmcu.hashing import value_hash
+from mlonmcu.hashing import file_hash, value_hash
 
 MICRO = "tensorflow/lite/micro"
 CORE_DIRS = ("", "arena_allocator", "memory_planner", "tflite_bridge")
@@ -84,29 +85,34 @@ class TflmTree:
 
     def third_party_headers(self, cache_root: Path) -> Path:
         """flatbuffers' headers with TFLM's patch applied, and a stub for the one ruy header the
-        reference kernels include (its profiler is not used). Prepared once per version."""
+        reference kernels include (its profiler is not used). Prepared once per version, as a
+        verified cache entry: the key holds the flatbuffers commit, the patch and the stub."""
         patch = self.root / FLATBUFFERS_PATCH
-        key = value_hash({"flatbuffers": self.commits[1], "patch": patch.read_text() if patch.is_file() else ""})
-        target = cache_root / "tflm-headers" / key[:16]
-        if (target / "READY").is_file():
-            return target
-        staging = target.with_name(target.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(self.flatbuffers / "include", staging / "include")
-        if patch.is_file():
-            result = subprocess.run(["git", "apply", str(patch)], cwd=staging, capture_output=True, text=True)
-            if result.returncode != 0:
-                raise StageError(
-                    f"TFLM's flatbuffers patch does not apply to flatbuffers {self.commits[1][:12]}: "
-                    f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else 'failed'}"
-                )
-        ruy = staging / "ruy" / "ruy" / "profiler"
-        ruy.mkdir(parents=True)
-        shutil.copyfile(templates_dir() / "tflmi" / "ruy" / "profiler" / "instrumentation.h", ruy / "instrumentation.h")
-        (staging / "READY").write_text("ok\n")
-        shutil.rmtree(target, ignore_errors=True)
-        staging.replace(target)
-        return target
+        stub = templates_dir() / "tflmi" / "ruy" / "profiler" / "instrumentation.h"
+        key = value_hash(
+            {
+                "flatbuffers": self.commits[1],
+                "patch": patch.read_text() if patch.is_file() else "",
+                "stub": file_hash(stub),
+            }
+        )
+        entry = Entry(cache_root / "tflm-headers" / key[:16], f"TFLM's third-party headers {key[:12]}")
+
+        def prepare(staging: Path) -> None:
+            shutil.copytree(self.flatbuffers / "include", staging / "include")
+            if patch.is_file():
+                result = subprocess.run(["git", "apply", str(patch)], cwd=staging, capture_output=True, text=True)
+                if result.returncode != 0:
+                    raise StageError(
+                        f"TFLM's flatbuffers patch does not apply to flatbuffers {self.commits[1][:12]}: "
+                        f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else 'failed'}"
+                    )
+            ruy = staging / "ruy" / "ruy" / "profiler"
+            ruy.mkdir(parents=True)
+            shutil.copyfile(stub, ruy / "instrumentation.h")
+
+        entry.ensure(prepare)
+        return entry.path
 
     def include_dirs(self, headers: Path) -> list[str]:
         return [str(self.root), str(headers / "include"), str(self.gemmlowp), str(headers / "ruy")]

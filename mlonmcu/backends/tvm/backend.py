@@ -17,12 +17,10 @@ from mlonmcu.backends.tvm.pipeline import lower_relax
 from mlonmcu.backends.tvm.plan import read_plan
 from mlonmcu.backends.tvm.schedule import schedule_for_mcu
 from mlonmcu.config import Option
+from mlonmcu.contracts import BuildResult, ModelInfo, encode
 from mlonmcu.errors import StageError
-from mlonmcu.models.frontend import ModelInfo
-from mlonmcu.registry import BACKENDS
 
 
-@BACKENDS.register
 class TvmAotBackend(Backend):
     name = "tvmaot"
     framework = "tvm"
@@ -30,27 +28,27 @@ class TvmAotBackend(Backend):
     options = (
         Option(
             "quant",
-            "choice",
+            str,
             "integer",
             "int8 models: integer = TFLite-exact integer kernels; qdq = the importer's dequantize→float→quantize",
-            ("integer", "qdq"),
+            choices=("integer", "qdq"),
         ),
         Option(
             "fc_requant",
-            "choice",
+            str,
             "litert",
             "FULLY_CONNECTED rounding: litert = LiteRT reference kernels (double), tflm = TFLite Micro (fixed point)",
-            ("litert", "tflm"),
+            choices=("litert", "tflm"),
         ),
-        Option("conv_block", "int", 4, "integer conv: output channels per register block"),
-        Option("conv_pixels", "int", 2, "integer conv: output pixels per register block (1 or 2)"),
-        Option("depthwise_block", "int", 8, "integer depthwise conv: channels per register block"),
-        Option("depthwise_pixels", "int", 1, "integer depthwise conv: output pixels per register block (1 or 2)"),
-        Option("dense_block", "int", 8, "integer fully connected: outputs per register block"),
+        Option("conv_block", int, 4, "integer conv: output channels per register block", min=1, max=16),
+        Option("conv_pixels", int, 2, "integer conv: output pixels per register block", choices=(1, 2)),
+        Option("depthwise_block", int, 8, "integer depthwise conv: channels per register block", min=1, max=32),
+        Option("depthwise_pixels", int, 1, "integer depthwise conv: output pixels per register block", choices=(1, 2)),
+        Option("dense_block", int, 8, "integer fully connected: outputs per register block", min=1, max=32),
     )
     requires = ("tvm",)
 
-    def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> dict[str, Any]:
+    def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> BuildResult:
         import tvm
         from tvm import tirx
 
@@ -76,19 +74,20 @@ class TvmAotBackend(Backend):
         self._check_io(plan, info)
         facts = AotEmitter(info_name(model_path), plan, source).emit(out)
         log.parent.mkdir(parents=True, exist_ok=True)
-        kernels = [infos[call.kernel] for call in plan.calls]
-        log.write_text(json.dumps({"kernels": kernels, **facts}, indent=1) + "\n")
-        return {
-            **facts,
-            "float_ops": float_ops,
-            "kernels": kernels,
-            "sources": SOURCES,
-            "include_dirs": ["."],
-            "languages": ["C"],
+        kernels = tuple(infos[call.kernel] for call in plan.calls)
+        log.write_text(json.dumps({"kernels": encode(kernels), **facts}, indent=1) + "\n")
+        return BuildResult(
+            model=info_name(model_path),
+            backend=self.name,
+            sources=SOURCES,
+            arena_size=facts["arena_size"],
+            float_ops=float_ops,
+            kernels=kernels,
+            constants_bytes=facts["constants_bytes"],
             # the unrolled kernels need all registers: GCC's pre-allocation scheduling would hoist their
             # loads and spill (measured: 2× the instructions of a depthwise layer on rv32)
-            "compile_flags": ["-fno-schedule-insns"],
-        }
+            compile_flags=("-fno-schedule-insns",),
+        )
 
     def schedule(self) -> Schedule:
         return Schedule(

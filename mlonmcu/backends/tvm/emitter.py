@@ -28,7 +28,7 @@ C_TYPES = {
     "bool": "bool",
 }
 _PROTOTYPE = re.compile(r"^(?:void|int32_t) tvmgen_\w+\([^;{]*\);$")
-SOURCES = ["model.c", "tvmaot_kernels.c"]
+SOURCES = ("model.c", "tvmaot_kernels.c")
 
 
 def c_type(dtype: str) -> str:

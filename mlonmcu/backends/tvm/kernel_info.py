@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mlonmcu.contracts import KernelInfo
+
 # TIR block name prefix → TFLite operator (order matters: most specific first)
 _BLOCK_OPS = (
     ("group_conv2d", "DEPTHWISE_CONV_2D"),
@@ -83,15 +85,15 @@ def _is_float(func: Any) -> bool:
     return bool(re.search(r'"float(16|32|64)"', text))
 
 
-def kernel_info(name: str, func: Any) -> dict[str, Any]:
+def kernel_info(name: str, func: Any) -> KernelInfo:
     attrs = func.attrs or {}
     if ATTR_OPS in attrs:
-        return {
-            "name": name,
-            "ops": [str(o) for o in attrs[ATTR_OPS]],
-            "macs": int(attrs[ATTR_MACS]),
-            "arithmetic": "float" if _is_float(func) else "integer",
-        }
+        return KernelInfo(
+            name,
+            tuple(str(o) for o in attrs[ATTR_OPS]),
+            int(attrs[ATTR_MACS]),
+            "float" if _is_float(func) else "integer",
+        )
     ops: list[str] = []
     macs = 0
     adds = 0
@@ -113,4 +115,4 @@ def kernel_info(name: str, func: Any) -> dict[str, Any]:
         ops.append("ADD")
     if not ops:
         ops = [op for token, op in _NAME_OPS if re.search(rf"(^|_){token}\d*(_|$)", name)][:1] or ["OTHER"]
-    return {"name": name, "ops": ops, "macs": macs, "arithmetic": "float" if _is_float(func) else "integer"}
+    return KernelInfo(name, tuple(ops), macs, "float" if _is_float(func) else "integer")

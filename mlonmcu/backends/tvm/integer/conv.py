@@ -46,6 +46,12 @@ class ConvSpec:
     requant: RequantTable | None = None  # per-channel requantization (its layout, not its values)
 
     @property
+    def table(self) -> RequantTable:
+        if self.requant is None:
+            raise ValueError(f"{self.name}: the kernel needs its requantization table")
+        return self.requant
+
+    @property
     def macs(self) -> int:
         n, oh, ow, co = self.output_shape
         kh, kw = self.kernel
@@ -226,7 +232,7 @@ class _ConvBuilder:
         from tvm.script.ir_builder import tirx as T
 
         spec = self.spec
-        clamped = clamp_int8(requantize(acc, self.quant, channel, spec.requant), spec.act_min, spec.act_max)
+        clamped = clamp_int8(requantize(acc, self.quant, channel, spec.table), spec.act_min, spec.act_max)
         if spec.output_shape[3] % spec.block:
             with T.If(channel < spec.output_shape[3]), T.Then():
                 store_int8(self.y, clamped, [n, oh, ow, channel])
@@ -277,14 +283,14 @@ def conv_kernel(spec: ConvSpec) -> Any:
         weight_shape: tuple[int, ...] = (kh, kw, channels)
     else:
         weight_shape = (spec.channel_blocks, kh, kw, spec.input_shape[3], spec.block)
-    quant_rows, quant_width = spec.requant.values.shape
+    quant_rows, quant_width = spec.table.values.shape
     op = "DEPTHWISE_CONV_2D" if spec.depthwise else "CONV_2D"
     with IRBuilder() as ib, prim_func(spec.name, [op], spec.macs):
         x = T.arg("x", T.Buffer(spec.input_shape, "int8"))
         w = T.arg("w", T.Buffer(weight_shape, "int8"))
         bias = T.arg("bias", T.Buffer((channels,), "int32"))
         bias_interior = T.arg("bias_interior", T.Buffer((channels,), "int32"))
-        quant = T.arg("quant", T.Buffer((channels if not spec.requant.uniform else quant_rows, quant_width), "int32"))
+        quant = T.arg("quant", T.Buffer((channels if not spec.table.uniform else quant_rows, quant_width), "int32"))
         y = T.arg("y", T.Buffer(spec.output_shape, "int8"))
         with root_block():
             acc = accumulators(spec.block * spec.pixels)

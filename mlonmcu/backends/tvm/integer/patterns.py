@@ -66,7 +66,7 @@ def dense_requantization(
 ) -> np.ndarray:
     """Per-channel requantization table of FULLY_CONNECTED in LiteRT-reference or TFLM style."""
     s_in, s_out = float(np.float32(input_scale)), float(np.float32(output_scale))
-    rows = []
+    rows: list[tuple[int, ...]] = []
     for s_w in np.asarray(weight_scales, dtype=np.float32):
         if mode == "litert":
             rows.append(double_multiplier(s_in * float(s_w) / s_out))
@@ -75,6 +75,16 @@ def dense_requantization(
         else:
             rows.append(quantize_multiplier(s_in * float(s_w) / s_out))
     return np.array(rows, dtype=np.int32)
+
+
+def _pair(values: Any) -> tuple[int, int]:
+    first, second = (int(v) for v in values)
+    return first, second
+
+
+def _quad(values: Any) -> tuple[int, int, int, int]:
+    a, b, c, d = (int(v) for v in values)
+    return a, b, c, d
 
 
 class Matcher:
@@ -107,7 +117,7 @@ class Matcher:
         anchor, (lo, hi) = binding.var, (INT8_MIN, INT8_MAX)
         user = g.single_user(binding.var)
         clip = g.defs.get(user) if user is not None else None
-        if op_name(clip) == "relax.clip":
+        if clip is not None and op_name(clip) == "relax.clip":
             lo_c, hi_c = constant(clip.args[1]), constant(clip.args[2])
             if lo_c is not None and hi_c is not None:
                 anchor, lo, hi = user, max(lo, int(np.ceil(lo_c))), min(hi, int(np.floor(hi_c)))
@@ -212,11 +222,11 @@ class Matcher:
             block, pixels = sched.conv_block, sched.conv_pixels
         spec = conv.ConvSpec(
             name=self.name("depthwise_conv2d" if depthwise else "conv2d"),
-            input_shape=tuple(in_shape),
-            output_shape=tuple(shape),
+            input_shape=_quad(in_shape),
+            output_shape=_quad(shape),
             kernel=kernel,
-            strides=tuple(int(s) for s in attrs.strides),
-            dilation=tuple(int(d) for d in attrs.dilation),
+            strides=_pair(attrs.strides),
+            dilation=_pair(attrs.dilation),
             padding=(padding[0], padding[1], padding[2], padding[3]),
             depthwise=depthwise,
             input_offset=-x.scalar_zero_point,
@@ -335,8 +345,9 @@ class Matcher:
         fields = producer.args[0]
         if not isinstance(fields, tvm.relax.Tuple):
             return None
-        parts = [self._activation(f) for f in fields.fields]
-        if any(p is None for p in parts):
+        found = [self._activation(f) for f in fields.fields]
+        parts = [p for p in found if p is not None]
+        if len(parts) != len(found):
             return None
         same = all(p.scalar_scale == out.scale and p.scalar_zero_point == out.zero_point for p in parts)
         if not same or (out.act_min, out.act_max) != (INT8_MIN, INT8_MAX):
@@ -362,8 +373,8 @@ class Matcher:
             self.name("average_pool2d"),
             tensor_type(x)[0],
             shape,
-            tuple(int(p) for p in pool.attrs.pool_size),
-            tuple(int(s) for s in pool.attrs.strides),
+            _pair(pool.attrs.pool_size),
+            _pair(pool.attrs.strides),
             tuple(int(p) for p in pool.attrs.padding),
         )
         return Lowered(binding.var, "AVERAGE_POOL_2D", kernel, [x], shape)

@@ -1,0 +1,181 @@
+"""Planning: `mlonmcu flow`'s request → the run matrix, with every usage error found before any run.
+
+Names, config keys and values are checked here (exit code 2 at the CLI), including keys that no
+run of the matrix would read: a `-c qemu_rv32.arch=...` on a spike-only sweep is a mistake to
+report, not a setting to drop.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlonmcu import config as cfg
+from mlonmcu import registry
+from mlonmcu.environment import Environment
+from mlonmcu.errors import ConfigError
+from mlonmcu.hashing import file_hash
+from mlonmcu.models.model import Model, expand_models, find_model
+from mlonmcu.models.samples import sample_files
+from mlonmcu.session.spec import ModelRef, RunSpec, Stage
+from mlonmcu.setup import installer
+from mlonmcu.setup.deps import Installed
+
+logger = logging.getLogger("mlonmcu.plan")
+
+
+@dataclass
+class FlowRequest:
+    """What `mlonmcu flow` asks for; the session turns it into the run matrix."""
+
+    models: list[str]
+    backends: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+    features: list[str] = field(default_factory=list)
+    config: dict[str, list[str]] = field(default_factory=dict)
+    until: Stage = Stage.RUN
+    frontend: str = "tflite"
+    platform: str = ""
+    use_cache: bool = True
+
+
+def _check_enabled(env: Environment, kind: str, names: list[str], reg: registry.Registry[Any]) -> None:
+    for name in names:
+        reg.get(name)
+        if name not in env.enabled[kind]:
+            raise ConfigError(
+                f"{reg.kind} '{name}' is not enabled in {env.file} (enabled: {', '.join(env.enabled[kind]) or 'none'});"
+                f" add it to '{kind}:' there"
+            )
+
+
+class _Components:
+    """Component look-up, once per component per plan (it runs subprocesses and hashes files)."""
+
+    def __init__(self, env: Environment):
+        self.env = env
+        self.found: dict[str, Installed] = {}
+        self.missing: dict[str, str] = {}
+
+    def check(self, names: list[str]) -> tuple[dict[str, Installed], dict[str, str]]:
+        todo = [n for n in dict.fromkeys(names) if n not in self.found and n not in self.missing]
+        if todo:
+            found, missing = installer.check(self.env, todo)
+            self.found.update(found)
+            self.missing.update(missing)
+        return (
+            {n: self.found[n] for n in names if n in self.found},
+            {n: self.missing[n] for n in names if n in self.missing},
+        )
+
+
+def _unused_key_error(key: str) -> ConfigError:
+    scope, _ = cfg.split_key(key)
+    for reg in registry.REGISTRIES:
+        if scope in reg:
+            if reg is registry.COMPONENTS or key.split(".", 1)[1] not in {o.name for o in reg.get(scope).options}:
+                continue
+            return ConfigError(
+                f"{key}: no run uses {reg.kind} {scope} (add it with -{reg.kind[0]} {scope}, or drop -c {key})"
+            )
+    return ConfigError(
+        f"{key} is a setting of component {scope}, not of a run: set it in environment.yml under "
+        f"components: {{{scope}: {{{key.split('.', 1)[1]}: ...}}}}"
+    )
+
+
+def _warn_about_samples(models: list[Model], values: list[str]) -> None:
+    for model in models:
+        available = len(sample_files(model))
+        for raw in values:
+            wanted = int(raw, 0)
+            if available and wanted > available:
+                logger.warning(
+                    "validate.samples=%d: model %s has %d samples; %d will run",
+                    wanted,
+                    model.name,
+                    available,
+                    available,
+                )
+
+
+def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path) -> list[RunSpec]:
+    """The run matrix: models × backends × targets × config values (usage errors raise ConfigError)."""
+    if not request.models:
+        raise ConfigError("no model given: name one (see `mlonmcu models`) or pass a .tflite path")
+    backends = request.backends or [env.first("backends")]
+    targets = request.targets or [env.first("targets")]
+    platform = request.platform or env.first("platforms")
+    features = list(dict.fromkeys(request.features))
+    _check_enabled(env, "backends", backends, registry.BACKENDS)
+    _check_enabled(env, "targets", targets, registry.TARGETS)
+    _check_enabled(env, "platforms", [platform], registry.PLATFORMS)
+    _check_enabled(env, "features", features, registry.FEATURES)
+    registry.FRONTENDS.get(request.frontend)
+    for key, values in request.config.items():
+        option = registry.check_key(key)
+        for value in values:
+            option.parse(value, key)
+    models = [find_model(m, env.model_dirs) for m in expand_models(request.models, env.model_dirs)]
+    hashes = {model.path: file_hash(model.path) for model in models}
+    if "validate" in features and "validate.samples" in request.config:
+        _warn_about_samples(models, request.config["validate.samples"])
+    defaults = env.defaults()
+    components = _Components(env)
+    specs: list[RunSpec] = []
+    seen: set[str] = set()
+    used_keys: set[str] = set()
+    for model in models:
+        for backend in backends:
+            for target in targets:
+                plugins = {
+                    request.frontend: registry.FRONTENDS.get(request.frontend),
+                    backend: registry.BACKENDS.get(backend),
+                    platform: registry.PLATFORMS.get(platform),
+                    target: registry.TARGETS.get(target),
+                    **{f: registry.FEATURES.get(f) for f in features},
+                }
+                scopes = {name: tuple(cls.options) for name, cls in plugins.items()}
+                readable = {f"{name}.{o.name}" for name, options in scopes.items() for o in options}
+                used_keys |= readable & set(request.config)
+                found, missing = components.check([c for cls in plugins.values() for c in cls.requires])
+                optional, _ = components.check([c for cls in plugins.values() for c in cls.optional])
+                found.update(optional)  # used when present, e.g. the QEMU plugin
+                for combo in cfg.expand_matrix(request.config):
+                    user = {k: v for k, v in combo.items() if k in readable}
+                    identity = repr((model.path, backend, target, sorted(user.items())))
+                    if identity in seen:
+                        continue
+                    seen.add(identity)
+                    run_id = len(specs)
+                    specs.append(
+                        RunSpec(
+                            session=session_id,
+                            run=run_id,
+                            run_dir=runs_dir / str(run_id),
+                            model=ModelRef(
+                                model.name,
+                                str(model.path),
+                                str(model.directory) if model.directory else None,
+                                hashes[model.path],
+                            ),
+                            frontend=request.frontend,
+                            backend=backend,
+                            platform=platform,
+                            target=target,
+                            features=features,
+                            config=cfg.resolve(scopes, defaults, user),
+                            user_config={k: registry.check_key(k).parse(v, k) for k, v in user.items()},
+                            until=request.until,
+                            cache_dir=env.cache_dir,
+                            use_cache=request.use_cache,
+                            components=found,
+                            missing=installer.missing_message(missing) if missing else "",
+                        )
+                    )
+    for key in request.config:
+        if key not in used_keys:
+            raise _unused_key_error(key)
+    return specs
