@@ -120,20 +120,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+BOARD_M3 = ["-t", "board", "-c", "board.core=cortex-m3", "-c", "board.memory=mps2"]  # an MPS2-AN385
+
+
 def qemu_board_args(port: int) -> list[str]:
     """`-t board` as an MPS2-AN385 (Cortex-M3) that QEMU plays behind its gdbstub."""
-    return [
-        "-t",
-        "board",
-        "-c",
-        "board.core=cortex-m3",
-        "-c",
-        "board.memory=mps2",
-        "-c",
-        f"board.gdb_server={qemu_as_board(port)}",
-        "-c",
-        f"board.port={port}",
-    ]
+    return [*BOARD_M3, "-c", f"board.gdb_server={qemu_as_board(port)}", "-c", f"board.port={port}"]
 
 
 def qemu_as_board(port: int, serial_port: int | None = None) -> str:
@@ -194,14 +186,9 @@ def test_board_without_gdb_server_fails_fast(integration_home, mlonmcu):
         "kws_dscnn",
         "-b",
         "tvmaot",
-        "-t",
-        "board",
+        *BOARD_M3,
         "-c",
         f"board.gdb_server=localhost:{port}",
-        "-c",
-        "board.core=cortex-m3",
-        "-c",
-        "board.memory=mps2",
         "-H",
         integration_home,
     )
