@@ -222,7 +222,9 @@ class _Runner:
             try:
                 self._submit_all()
             except BrokenProcessPool:
-                self.executor.shutdown(wait=False, cancel_futures=True)
+                # wait until the broken pool has ended all its workers: the innocent ones remove
+                # their run's marker on the way out (SIGTERM), the dead one's marker stays
+                self.executor.shutdown(wait=True, cancel_futures=True)
                 restarts += 1
                 self._recover_from_dead_worker(give_up=restarts > len(self.pending) + 1)
                 continue
@@ -260,7 +262,7 @@ class _Runner:
         self._done(spec, outcome)
 
     def _recover_from_dead_worker(self, give_up: bool) -> None:
-        """Runs whose worker died (their `.running` marker names a dead pid) are `worker lost`."""
+        """Runs whose worker died (the pool is gone; their `.running` marker is left) are `worker lost`."""
         for spec in list(self.pending.values()):
             marker = spec.run_dir / RUNNING_FILE
             pid = _marker_pid(marker)
