@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -14,7 +15,6 @@ from mlonmcu.atomic import check_writable
 from mlonmcu.config import parse_assignments
 from mlonmcu.environment import Environment
 from mlonmcu.errors import ConfigError, Interrupted
-from mlonmcu.logs import level_for
 from mlonmcu.report import columns as col
 from mlonmcu.report.report import FORMATS, export
 from mlonmcu.session.executor import make_executor, resolve_kind
@@ -112,7 +112,7 @@ def flow(
         raise
     for spec in specs:
         spec.log_file = session.log_path
-        spec.log_level = min(level_for(verbosity + 1), level_for(1))
+        spec.log_level = logging.DEBUG if verbosity >= 1 else logging.INFO  # the session log: decisions, -v commands
     if on_planned:
         on_planned(specs)
     frame = session.execute(specs, lambda: make_executor(kind, parallel, scheduler, verbosity), on_done, command)
