@@ -2,26 +2,38 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from concurrent.futures import Executor
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from mlonmcu.atomic import check_writable
+from mlonmcu.atomic import check_writable, write_text
 from mlonmcu.config import parse_assignments
 from mlonmcu.environment import Environment
-from mlonmcu.errors import ConfigError, Interrupted
+from mlonmcu.errors import ConfigError, Interrupted, MlonmcuError
 from mlonmcu.report import columns as col
-from mlonmcu.report.report import FORMATS, export
-from mlonmcu.session.executor import make_executor, resolve_kind
+from mlonmcu.report.compare import Comparison, compare, mark_regressions
+from mlonmcu.report.report import FORMATS, export, read, records
+from mlonmcu.results import sides
+from mlonmcu.results.identity import IDENTITY, describe, identity
+from mlonmcu.results.store import ResultsStore, store_url
+from mlonmcu.results.transfer import import_report
+from mlonmcu.session.executor import connect_dask, make_executor, resolve_kind
 from mlonmcu.session.plan import FlowRequest, plan
-from mlonmcu.session.run import RunOutcome
-from mlonmcu.session.session import Session
+from mlonmcu.session.run import RunOutcome, base_row, unfinished
+from mlonmcu.session.session import REPORT_FILE, Session
+from mlonmcu.session.sessions import session_dir
 from mlonmcu.session.spec import RunSpec, Stage
+from mlonmcu.session.sweep import SWEEP_FILE, Sweep, check_size, load_sweep, parse_sweep, plan_sweep
+
+REQUEST_FILE = "request.json"  # what a session needs to be resumed: its request and planned identities
+logger = logging.getLogger("mlonmcu.api")
 
 
 @dataclass
@@ -29,6 +41,9 @@ class FlowResult:
     session: Session
     specs: list[RunSpec]
     report: pd.DataFrame
+    comparison: Comparison | None = None  # a sweep's gate (compare: in the sweep file)
+    comparison_note: str = ""  # why there is none (e.g. the first night has no baseline)
+    store_error: str = ""  # the results store could not take the session (the report is still written)
 
     @property
     def failed(self) -> bool:
@@ -65,6 +80,111 @@ def check_output(output: str | os.PathLike[str]) -> Path:
     return path
 
 
+def open_store(env: Environment, db: str | None = None) -> ResultsStore:
+    """The results store `--db`, the environment file or HOME/results.db name (checked, migrated)."""
+    return ResultsStore.open(store_url(db or env.results_db or None, env.home))
+
+
+@dataclass
+class _Launch:
+    """Everything checked before a session starts: a run must not be the first to find a typo."""
+
+    env: Environment
+    kind: str
+    parallel: int
+    scheduler: str | None
+    verbosity: int
+    out: Path | None
+    store: ResultsStore
+    client: Any = None  # the Dask client connected while checking, handed to the session's executor
+
+    @classmethod
+    def check(
+        cls,
+        env: Environment,
+        *,
+        executor: str,
+        parallel: int,
+        scheduler: str | None,
+        verbosity: int,
+        output: str | os.PathLike[str] | None,
+        db: str | None,
+    ) -> _Launch:
+        out = check_output(output) if output else None
+        kind = resolve_kind(executor, parallel, scheduler)
+        store = open_store(env, db)
+        client = connect_dask(scheduler) if kind == "dask" and scheduler else None  # unreachable: fail now
+        return cls(env, kind, parallel, scheduler, verbosity, out, store, client)
+
+    def abandon(self) -> None:
+        """No session will run (a usage error while planning): let go of the cluster."""
+        if self.client is not None:
+            self.client.close()
+
+    def run(
+        self,
+        session: Session,
+        specs: list[RunSpec],
+        *,
+        on_planned: Callable[[list[RunSpec]], None] | None,
+        on_done: Callable[[RunOutcome], None] | None,
+        command: str = "",
+        kept: dict[int, dict[str, Any]] | None = None,
+        sweep: str = "",
+    ) -> FlowResult:
+        for spec in specs:
+            spec.log_file = session.log_path
+            spec.log_level = logging.DEBUG if self.verbosity >= 1 else logging.INFO
+        if on_planned:
+            on_planned(specs)
+        client, self.client = self.client, None  # the executor closes it; a second pool connects anew
+
+        def factory() -> Executor:
+            nonlocal client
+            given, client = client, None
+            return make_executor(self.kind, self.parallel, self.scheduler, self.verbosity, client=given)
+
+        try:
+            frame = session.execute(specs, factory, on_done, command, kept=kept, **({"sweep": sweep} if sweep else {}))
+        finally:
+            store_error = self._record(session)
+        if self.out is not None:
+            export(frame, self.out)
+        result = FlowResult(session, specs, frame, store_error=store_error)
+        if session.interrupted_by is not None:
+            raise FlowInterrupted(session.interrupted_by, result)
+        return result
+
+    def _record(self, session: Session) -> str:
+        """The session into the store, in one transaction; a failure is reported, never fatal."""
+        try:
+            import_report(self.store, session.dir)
+        except (MlonmcuError, OSError) as err:
+            logger.error("results store %s: %s (load it later with `mlonmcu results import`)", self.store.url, err)
+            return str(err)
+        return ""
+
+
+def _save_request(session: Session, specs: list[RunSpec], kind: str, request: FlowRequest) -> None:
+    data = {
+        "kind": kind,
+        "request": request.to_dict(),
+        "identities": {str(s.run): identity(base_row(s)) for s in specs},
+    }
+    write_text(session.dir / REQUEST_FILE, json.dumps(data, indent=1))
+
+
+def _planned(launch: _Launch, session: Session, make: Callable[[], list[RunSpec]], yes: bool = True) -> list[RunSpec]:
+    try:
+        specs = make()
+        check_size(len(specs), yes)
+    except BaseException:
+        session.discard()  # a usage error leaves no empty session behind
+        launch.abandon()
+        raise
+    return specs
+
+
 def flow(
     models: Iterable[str],
     *,
@@ -81,6 +201,7 @@ def flow(
     scheduler: str | None = None,
     use_cache: bool = True,
     output: str | os.PathLike[str] | None = None,
+    db: str | None = None,
     verbosity: int = 0,
     on_planned: Callable[[list[RunSpec]], None] | None = None,
     on_done: Callable[[RunOutcome], None] | None = None,
@@ -88,13 +209,15 @@ def flow(
 ) -> FlowResult:
     """Run models × backends × targets × config values up to `until`; returns the report.
 
-    Usage errors (unknown names, bad config, an unwritable `output`) raise ConfigError/ModelError
-    before any run starts; failing runs are rows with `Failing=True`. Ctrl-C/SIGTERM raise
-    :class:`FlowInterrupted` once the partial report (and `output`) is written.
+    Usage errors (unknown names, bad config, an unwritable `output`, an unreachable `db` or
+    scheduler) raise ConfigError/ModelError before any run starts; failing runs are rows with
+    `Failing=True`. Ctrl-C/SIGTERM raise :class:`FlowInterrupted` once the partial report (and
+    `output`) is written. Every session is recorded in the results store.
     """
     env = Environment.load(home, create=create_home)
-    out = check_output(output) if output else None
-    kind = resolve_kind(executor, parallel, scheduler)
+    launch = _Launch.check(
+        env, executor=executor, parallel=parallel, scheduler=scheduler, verbosity=verbosity, output=output, db=db
+    )
     request = FlowRequest(
         models=list(models),
         backends=list(backends),
@@ -105,20 +228,200 @@ def flow(
         use_cache=use_cache,
     )
     session = Session.create(env, label)
+    specs = _planned(launch, session, lambda: plan(env, request, session.id, session.dir / "runs"))
+    _save_request(session, specs, "flow", request)
+    return launch.run(session, specs, on_planned=on_planned, on_done=on_done, command=command)
+
+
+def sweep(
+    file: str | os.PathLike[str],
+    *,
+    home: str | os.PathLike[str] | None = None,
+    create_home: bool | None = None,
+    label: str = "",
+    parallel: int = 1,
+    executor: str = "auto",
+    scheduler: str | None = None,
+    use_cache: bool = True,
+    output: str | os.PathLike[str] | None = None,
+    db: str | None = None,
+    yes: bool = False,
+    thresholds: Mapping[str, float] | None = None,
+    verbosity: int = 0,
+    on_planned: Callable[[list[RunSpec]], None] | None = None,
+    on_done: Callable[[RunOutcome], None] | None = None,
+    command: str = "",
+) -> FlowResult:
+    """Run a sweep file's matrix as one session, record it, and compare it with what the file's
+    `compare:` names (its baseline by default). The file is checked completely first."""
+    definition = load_sweep(file)
+    check_size(definition.upper_bound(), yes)
+    env = Environment.load(home, create=create_home)
+    launch = _Launch.check(
+        env, executor=executor, parallel=parallel, scheduler=scheduler, verbosity=verbosity, output=output, db=db
+    )
+    definition = replace(definition, request=replace(definition.request, use_cache=use_cache))
+    session = Session.create(env, label or definition.label)
+    specs = _planned(launch, session, lambda: plan_sweep(env, definition, session.id, session.dir / "runs"), yes)
+    write_text(session.dir / SWEEP_FILE, definition.text)
+    _save_request(session, specs, "sweep", definition.request)
+    result = launch.run(session, specs, on_planned=on_planned, on_done=on_done, command=command, sweep=definition.name)
+    return _gate(launch, definition, result, thresholds)
+
+
+def _gate(launch: _Launch, definition: Sweep, result: FlowResult, thresholds: Mapping[str, float] | None) -> FlowResult:
+    rules = definition.compare
+    if not rules.against:
+        return result
     try:
-        specs = plan(env, request, session.id, session.dir / "runs")
-    except BaseException:
-        session.discard()  # a usage error leaves no empty session behind
-        raise
-    for spec in specs:
-        spec.log_file = session.log_path
-        spec.log_level = logging.DEBUG if verbosity >= 1 else logging.INFO  # the session log: decisions, -v commands
-    if on_planned:
-        on_planned(specs)
-    frame = session.execute(specs, lambda: make_executor(kind, parallel, scheduler, verbosity), on_done, command)
-    if out is not None:
-        export(frame, out)
-    result = FlowResult(session, specs, frame)
-    if session.interrupted_by is not None:
-        raise FlowInterrupted(session.interrupted_by, result)
+        new = sides.resolve(launch.env, launch.store, str(result.session.id))
+        base = sides.resolve(launch.env, launch.store, rules.against, relative_to=new)
+        result.comparison = compare(
+            base.frame, new.frame, {**rules.thresholds, **(thresholds or {})}, base_name=base.name, new_name=new.name
+        )
+    except ConfigError as err:
+        result.comparison_note = str(err)
     return result
+
+
+def plan_only(
+    file: str | os.PathLike[str], *, home: str | os.PathLike[str] | None = None, yes: bool = False
+) -> tuple[Sweep, list[RunSpec], list[list[str]]]:
+    """A sweep's matrix and, per run, the stages a run would restore from the cache (nothing runs)."""
+    from mlonmcu.session.stages import cached_stages
+
+    definition = load_sweep(file)
+    check_size(definition.upper_bound(), yes)
+    env = Environment.load(home)
+    specs = plan_sweep(env, definition, 0, env.sessions_dir / "planned" / "runs")
+    check_size(len(specs), yes)
+    return definition, specs, [cached_stages(s) for s in specs]
+
+
+def resume(
+    session_id: str | int,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    parallel: int = 1,
+    executor: str = "auto",
+    scheduler: str | None = None,
+    output: str | os.PathLike[str] | None = None,
+    db: str | None = None,
+    thresholds: Mapping[str, float] | None = None,
+    verbosity: int = 0,
+    on_planned: Callable[[list[RunSpec]], None] | None = None,
+    on_done: Callable[[RunOutcome], None] | None = None,
+) -> FlowResult:
+    """Finish an interrupted or crashed session in place: finished runs are kept, the others run,
+    and the session's report (and its record in the store) becomes complete."""
+    env = Environment.load(home)
+    directory = session_dir(env, str(session_id))
+    saved_file = directory / REQUEST_FILE
+    try:
+        saved = json.loads(saved_file.read_text())
+    except (OSError, ValueError):
+        raise ConfigError(f"session {directory.name} cannot be resumed: it has no readable {REQUEST_FILE}") from None
+    launch = _Launch.check(
+        env, executor=executor, parallel=parallel, scheduler=scheduler, verbosity=verbosity, output=output, db=db
+    )
+    definition: Sweep | None = None
+    try:
+        session = Session.reopen(env, directory)
+    except BaseException:
+        launch.abandon()
+        raise
+    try:
+        request = FlowRequest.from_dict(saved["request"])
+        if saved["kind"] == "sweep":
+            definition = replace(
+                parse_sweep((directory / SWEEP_FILE).read_text(), directory / SWEEP_FILE), request=request
+            )
+            specs = plan_sweep(env, definition, session.id, directory / "runs")
+        else:
+            specs = plan(env, request, session.id, directory / "runs")
+        planned = {str(s.run): identity(base_row(s)) for s in specs}
+        if planned != saved["identities"]:
+            raise ConfigError(
+                f"session {directory.name} cannot be resumed: its matrix plans differently now (models, "
+                "model groups or the environment changed); start a new session"
+            )
+        report = directory / REPORT_FILE
+        rows = records(read(report)) if report.is_file() else []
+        kept = {int(r[col.RUN]): r for r in rows if not unfinished(r)}
+    except BaseException:
+        session.close()
+        launch.abandon()
+        raise
+    todo = [s for s in specs if s.run not in kept]
+    logger.info("session %s: %d run(s) finished before, %d to run", directory.name, len(kept), len(todo))
+    result = launch.run(
+        session,
+        todo,
+        on_planned=on_planned,
+        on_done=on_done,
+        kept=kept,
+        sweep=definition.name if definition else "",
+    )
+    result.specs = specs
+    return _gate(launch, definition, result, thresholds) if definition else result
+
+
+def compare_sides(
+    base: str,
+    new: str,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    db: str | None = None,
+    thresholds: Mapping[str, float] | None = None,
+) -> Comparison:
+    """`mlonmcu compare BASE NEW`: each side a session id, `latest`, a label, `baseline` or a
+    report file. Thresholds: the NEW sweep file's `compare.thresholds`, then `thresholds`."""
+    env = Environment.load(home)
+    store = open_store(env, db)
+    try:
+        if new == sides.BASELINE:
+            raise ConfigError("NEW cannot be 'baseline': the baseline is what NEW is compared with")
+        new_side = sides.resolve(env, store, new)
+        base_side = sides.resolve(env, store, base, relative_to=new_side)
+        limits: dict[str, float] = {}
+        if new_side.sweep and (new.isdigit() or new == sides.LATEST):
+            copy = session_dir(env, new) / SWEEP_FILE
+            if copy.is_file():
+                limits.update(parse_sweep(copy.read_text(), copy).compare.thresholds)
+        limits.update(thresholds or {})
+        return compare(base_side.frame, new_side.frame, limits, base_name=base_side.name, new_name=new_side.name)
+    finally:
+        store.close()
+
+
+def report_inputs(
+    env: Environment, store: ResultsStore, names: list[str], history: bool, thresholds: Mapping[str, float]
+) -> dict[str, Any]:
+    """What `report html`/`report plot` show: the named sessions' runs, their per-kernel profiles,
+    the first compared with the last, and (with `history`) every stored run of the same identities."""
+    resolved: list[sides.Side] = []
+    for name in names:
+        resolved.append(sides.resolve(env, store, name, relative_to=resolved[-1] if resolved else None))
+    current = pd.concat([s.frame for s in resolved], ignore_index=True) if resolved else pd.DataFrame()
+    profiles: dict[str, pd.DataFrame] = {}
+    for side in resolved:
+        by_run = store.profiles(side.uid) if side.uid else {}
+        for row in records(side.frame):
+            table = by_run.get(int(row[col.RUN]))
+            if table is not None and not table.empty:
+                profiles[f"{describe(identity(row))} ({side.name})"] = table
+    comparison = None
+    if len(resolved) >= 2:
+        first, last = resolved[0], resolved[-1]
+        try:
+            compared = compare(first.frame, last.frame, thresholds, base_name=first.name, new_name=last.name)
+            comparison = compared.summary_table()
+        except ConfigError as err:  # the page is still worth having without the comparison
+            logger.warning("no comparison on the page: %s", err)
+    past = None
+    if history:
+        wanted = {identity(r) for r in records(current)}
+        stored = store.runs()
+        past = mark_regressions(stored[stored[IDENTITY].isin(wanted)], thresholds) if not stored.empty else None
+    title = "mlonmcu: " + ", ".join(s.name for s in resolved)
+    return {"current": current, "history": past, "comparison": comparison, "profiles": profiles, "title": title}

@@ -245,6 +245,98 @@ def models(home: str | None, create: bool, detailed: bool, **_: Any) -> None:
         click.echo(f"group {name}: {', '.join(members)}")
 
 
+def db_option(func: F) -> F:
+    return click.option(
+        "--db",
+        default=None,
+        metavar="URL",
+        help="results store: a SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db "
+        "(default: results.db in environment.yml, else HOME/results.db)",
+    )(func)
+
+
+def executor_options(func: F) -> F:
+    func = click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="runs at a time")(
+        func
+    )
+    func = click.option(
+        "--executor",
+        type=click.Choice(["auto", "inline", "process", "dask"]),
+        default="auto",
+        show_default=True,
+        help="where runs execute (dask: see --scheduler and docs/distributed.md)",
+    )(func)
+    return click.option("--scheduler", default=None, help="Dask scheduler address for --executor dask")(func)
+
+
+def output_option(func: F) -> F:
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="also write the report here: .csv, .xlsx, .md, .json or .html (checked before any run)",
+    )(func)
+
+
+def _report_session(call: Callable[..., Any], output: str | None, quiet: bool = False) -> Any:
+    """Run a session with progress, print its table; exit 1 on failed runs, 130/143 when interrupted."""
+    from mlonmcu import api
+    from mlonmcu.cli.output import RunProgress, print_frame
+    from mlonmcu.report import columns as col
+    from mlonmcu.report.report import summary
+    from mlonmcu.session.run import INTERRUPTED
+
+    progress = RunProgress(quiet)
+    try:
+        result = call(on_planned=lambda specs: progress.start(len(specs)), on_done=lambda r: progress.advance(r.row))
+    except api.FlowInterrupted as stop:
+        progress.stop()
+        partial = stop.result
+        finished = int((partial.report[col.REASON] != INTERRUPTED).sum())
+        print_frame(summary(partial.report), title=f"session {partial.session.id} (interrupted)")
+        click.echo(
+            f"interrupted by signal {stop.signum}: {finished} of {len(partial.report)} runs finished; "
+            f"report: {partial.session.report_path}"
+            + (f" and {output}" if output else "")
+            + f"; finish it with `mlonmcu sweep resume {partial.session.id}`",
+            err=True,
+        )
+        sys.exit(stop.exit_code)
+    finally:
+        progress.stop()
+    print_frame(summary(result.report), title=f"session {result.session.id}")
+    if result.session.report_error:
+        click.echo(f"error: {result.session.report_error}", err=True)
+    if result.store_error:
+        click.echo(f"error: results store: {result.store_error}", err=True)
+    click.echo(f"report: {result.session.report_path}" + (f" and {output}" if output else ""))
+    if result.comparison is not None:
+        _print_comparison(result.comparison)
+    elif result.comparison_note:
+        click.echo(f"compare: {result.comparison_note}")
+    if result.failed:
+        sys.exit(EXIT_FAILED_RUNS)
+    if result.comparison is not None and result.comparison.exit_code():
+        sys.exit(result.comparison.exit_code())
+    return result
+
+
+def _print_comparison(comparison: Any, fmt: str = "table") -> None:
+    from mlonmcu.cli.output import print_frame
+
+    if fmt == "md":
+        click.echo(comparison.markdown())
+        return
+    if not comparison.events.empty:
+        print_frame(comparison.events, title="changes")
+    table = comparison.summary_table()
+    shown = table[table["Status"] != "same"] if not table.empty else table
+    if not shown.empty:
+        print_frame(shown, title=f"{comparison.base} → {comparison.new}: metrics that changed")
+    click.echo(f"compare {comparison.base} → {comparison.new}: {comparison.verdict()}")
+
+
 FLOW_EPILOG = """\b
 Exit codes: 0 every run passed; 1 a run failed or failed validation (the report is still
 written); 2 usage error, before any run; 130 Ctrl-C, 143 SIGTERM (runs are stopped, the partial
@@ -258,7 +350,7 @@ def _flow_command(stage: str) -> click.Command:
         "MODEL is a name from the model directories, a model group or a .tflite path.",
         epilog=FLOW_EPILOG,
     )
-    @click.argument("models", nargs=-1, required=True)
+    @click.argument("models", nargs=-1)
     @home_options
     @click.option("-b", "--backend", "backends", multiple=True, help="backend (repeatable), e.g. tvmaot")
     @click.option(
@@ -279,25 +371,19 @@ def _flow_command(stage: str) -> click.Command:
         metavar="KEY=VALUE",
         help="config, e.g. -c mlif.optimize=Os; a key given twice gives one run per value",
     )
-    @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="runs at a time")
-    @click.option(
-        "--executor",
-        type=click.Choice(["auto", "inline", "process", "dask"]),
-        default="auto",
-        show_default=True,
-        help="where runs execute (dask: see --scheduler)",
-    )
-    @click.option("--scheduler", default=None, help="Dask scheduler address for --executor dask")
+    @executor_options
     @click.option("--label", default="", help="free text stored with the session and in the report")
-    @click.option(
-        "-o",
-        "--output",
-        type=click.Path(dir_okay=False),
-        default=None,
-        help="also write the report here: .csv, .xlsx, .md, .json or .html (checked before any run)",
-    )
+    @output_option
     @click.option(
         "--no-cache", is_flag=True, help="recompute every stage (and replace its cache entry) instead of reusing it"
+    )
+    @db_option
+    @click.option(
+        "--resume",
+        "resume_id",
+        default=None,
+        metavar="SESSION",
+        help="finish an interrupted or crashed session (id or 'latest') instead of starting one; give no MODEL",
     )
     def command(
         models: tuple[str, ...],
@@ -315,16 +401,32 @@ def _flow_command(stage: str) -> click.Command:
         label: str,
         output: str | None,
         no_cache: bool,
+        db: str | None,
+        resume_id: str | None,
     ) -> None:
         from mlonmcu import api
-        from mlonmcu.cli.output import RunProgress, print_frame
-        from mlonmcu.report import columns as col
-        from mlonmcu.report.report import summary
-        from mlonmcu.session.run import INTERRUPTED
 
-        progress = RunProgress()
-        try:
-            result = api.flow(
+        common: dict[str, Any] = {
+            "parallel": parallel,
+            "executor": executor,
+            "scheduler": scheduler,
+            "output": output,
+            "db": db,
+        }
+        verbosity = verbose - (1 if quiet else 0)
+        if resume_id is not None:
+            if models or backends or targets or features or config or label:
+                raise ConfigError(
+                    "--resume finishes a session as it was planned: give no MODEL, -b, -t, -f, -c or --label"
+                )
+            _report_session(
+                lambda **kw: api.resume(resume_id, home=home, verbosity=verbosity, **common, **kw), output, quiet
+            )
+            return
+        if not models:
+            raise ConfigError("no model given: name one (see `mlonmcu models`), a model group or a .tflite path")
+        _report_session(
+            lambda **kw: api.flow(
                 models,
                 home=home,
                 create_home=True if create else None,
@@ -333,36 +435,16 @@ def _flow_command(stage: str) -> click.Command:
                 features=features,
                 config=config,
                 until=stage,
-                parallel=parallel,
                 label=label,
-                executor=executor,
-                scheduler=scheduler,
                 use_cache=not no_cache,
-                output=output,
-                verbosity=verbose - (1 if quiet else 0),
-                on_planned=lambda specs: progress.start(len(specs)),
-                on_done=lambda r: progress.advance(r.row),
+                verbosity=verbosity,
                 command=shlex.join(["mlonmcu", *sys.argv[1:]]),
-            )
-        except api.FlowInterrupted as stop:
-            progress.stop()
-            partial = stop.result
-            finished = int((partial.report[col.REASON] != INTERRUPTED).sum())
-            print_frame(summary(partial.report), title=f"session {partial.session.id} (interrupted)")
-            click.echo(
-                f"interrupted by signal {stop.signum}: {finished} of {len(partial.specs)} runs finished; "
-                f"report: {partial.session.report_path}" + (f" and {output}" if output else ""),
-                err=True,
-            )
-            sys.exit(stop.exit_code)
-        finally:
-            progress.stop()
-        print_frame(summary(result.report), title=f"session {result.session.id}")
-        if result.session.report_error:
-            click.echo(f"error: {result.session.report_error}", err=True)
-        click.echo(f"report: {result.session.report_path}" + (f" and {output}" if output else ""))
-        if result.failed:
-            sys.exit(EXIT_FAILED_RUNS)
+                **common,
+                **kw,
+            ),
+            output,
+            quiet,
+        )
 
     return command
 
@@ -465,6 +547,326 @@ def cache_verify(home: str | None, create: bool, **_: Any) -> None:
     click.echo(f"components: {len(broken)} damaged")
     if broken:
         sys.exit(EXIT_FAILED_RUNS)
+
+
+SWEEP_EPILOG = """\b
+Exit codes: 0 every run passed and nothing regressed; 1 a run failed or failed validation;
+2 usage error (the sweep file is checked before any run); 3 a metric regressed beyond its
+threshold against the file's `compare: against:` (default: baseline, the last passing session
+of this sweep); 130/143 interrupted (finish it with `mlonmcu sweep resume SESSION`)."""
+
+
+def threshold_option(func: F) -> F:
+    return click.option(
+        "--threshold",
+        "thresholds",
+        multiple=True,
+        metavar="'METRIC=PCT'",
+        help="allowed increase of a report column, e.g. --threshold 'Total ROM=1%' (repeatable; "
+        "defaults: exact counters, ROM and RAM 0%, Run Time [s] 10% on the minimum of mlif.repeat)",
+    )(func)
+
+
+def _thresholds(items: tuple[str, ...]) -> dict[str, float]:
+    from mlonmcu.session.sweep import check_metric, parse_threshold
+
+    result = {}
+    for item in items:
+        metric, sep, value = item.rpartition("=")
+        if not sep or not metric.strip():
+            raise ConfigError(f"bad --threshold '{item}': expected METRIC=PCT, e.g. 'Run Instructions=0%'")
+        result[check_metric(metric.strip())] = parse_threshold(value)
+    return result
+
+
+@cli.group()
+def sweep() -> None:
+    """Named matrices in a YAML file, run again and again (see environments/sweeps/, docs/nightly.md)."""
+
+
+@sweep.command("run", epilog=SWEEP_EPILOG)
+@click.argument("file", type=click.Path(dir_okay=False))
+@home_options
+@executor_options
+@click.option("--label", default="", help="stored with the session (e.g. the commit under test); default: the file's")
+@output_option
+@click.option("--no-cache", is_flag=True, help="recompute every stage instead of reusing cached ones")
+@click.option("--yes", is_flag=True, help=f"run a matrix of more than {10_000:,} runs")
+@threshold_option
+@db_option
+def sweep_run(file: str, label: str, no_cache: bool, yes: bool, **options: Any) -> None:
+    """Run FILE's matrix as one session, record it in the results store, compare it with its baseline."""
+    from mlonmcu import api
+
+    home, common = _session_options(options)
+    _report_session(
+        lambda **kw: api.sweep(
+            file,
+            home=home,
+            create_home=True if options["create"] else None,
+            label=label,
+            use_cache=not no_cache,
+            yes=yes,
+            command=shlex.join(["mlonmcu", *sys.argv[1:]]),
+            **common,
+            **kw,
+        ),
+        options["output"],
+        options["quiet"],
+    )
+
+
+def _session_options(options: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """HOME and the api keywords the session commands share (executor, output, store, gate)."""
+    keys = ("parallel", "executor", "scheduler", "output", "db")
+    common = {k: options[k] for k in keys}
+    common["thresholds"] = _thresholds(options["thresholds"])
+    common["verbosity"] = options["verbose"] - (1 if options["quiet"] else 0)
+    return options["home"], common
+
+
+@sweep.command("plan")
+@click.argument("file", type=click.Path(dir_okay=False))
+@home_options
+@click.option("--yes", is_flag=True, help=f"plan a matrix of more than {10_000:,} runs")
+def sweep_plan(file: str, home: str | None, create: bool, yes: bool, **_: Any) -> None:
+    """Print FILE's matrix and which stages each run would take from the cache; runs nothing."""
+    import pandas as pd
+
+    from mlonmcu import api
+    from mlonmcu.cli.output import print_frame
+    from mlonmcu.session.run import config_label
+
+    definition, specs, cached = api.plan_only(file, home=home, yes=yes)
+    rows = [
+        {
+            "Run": s.run,
+            "Model": s.model.name,
+            "Backend": s.backend,
+            "Target": s.target,
+            "Features": ",".join(s.features),
+            "Config": config_label(s.user_config),
+            "Cached Stages": ",".join(c) or "-",
+            "Missing": s.missing.splitlines()[0] if s.missing else "",
+        }
+        for s, c in zip(specs, cached, strict=True)
+    ]
+    frame = pd.DataFrame(rows)
+    if not frame.empty and not frame["Missing"].astype(bool).any():
+        frame = frame.drop(columns="Missing")
+    print_frame(frame, title=f"sweep {definition.name}: {len(specs)} runs")
+    stages = definition.request.until.name.lower()
+    complete = sum(1 for c in cached if c and c[-1] == stages)
+    click.echo(f"{len(specs)} runs; {complete} fully cached (up to {stages}), {len(specs) - complete} to compute")
+
+
+@sweep.command("resume", epilog=SWEEP_EPILOG)
+@click.argument("session_id", metavar="SESSION")
+@home_options
+@executor_options
+@output_option
+@threshold_option
+@db_option
+def sweep_resume(session_id: str, **options: Any) -> None:
+    """Finish an interrupted or crashed session (id or 'latest') in place: finished runs are kept."""
+    from mlonmcu import api
+
+    home, common = _session_options(options)
+    _report_session(lambda **kw: api.resume(session_id, home=home, **common, **kw), options["output"], options["quiet"])
+
+
+@cli.command(
+    "compare",
+    epilog="""\b
+Exit codes: 0 no regression; 1 a run of NEW failed or failed validation (wins over 3);
+2 usage error (e.g. no run in common); 3 a metric regressed beyond its threshold.""",
+)
+@click.argument("base")
+@click.argument("new")
+@home_options
+@threshold_option
+@click.option("--format", "fmt", type=click.Choice(["table", "md"]), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="also write the Markdown here")
+@db_option
+def compare_cmd(
+    base: str,
+    new: str,
+    home: str | None,
+    create: bool,
+    thresholds: tuple[str, ...],
+    fmt: str,
+    output: str | None,
+    db: str | None,
+    **_: Any,
+) -> None:
+    """Compare runs of BASE and NEW, aligned by identity (model, backend, target, features, config).
+
+    \b
+    Each side: a session id or 'latest' (this HOME), a label (the newest session with it in the
+    results store), 'baseline' (as BASE: the last passing session of NEW's sweep) or a report .csv.
+    New failures, fixes, validation and model changes, runs that appeared or disappeared come
+    first, then every metric old → new with its ratio.
+    """
+    from pathlib import Path
+
+    from mlonmcu import api
+    from mlonmcu.atomic import write_text
+
+    comparison = api.compare_sides(base, new, home=home, db=db, thresholds=_thresholds(thresholds))
+    _print_comparison(comparison, fmt)
+    if output:
+        write_text(Path(output), comparison.markdown())
+    sys.exit(comparison.exit_code())
+
+
+@cli.group()
+def results() -> None:
+    """The results store: every finished run of every session (HOME/results.db or --db)."""
+
+
+@results.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@home_options
+@click.option("--label", default="", help="label for reports that have none")
+@db_option
+def results_import(
+    paths: tuple[str, ...], home: str | None, create: bool, label: str, db: str | None, **_: Any
+) -> None:
+    """Load sessions (HOME/sessions/<id> directories) or report .csv files into the store."""
+    from pathlib import Path
+
+    from mlonmcu import api
+    from mlonmcu.results.transfer import import_report
+
+    env = _environment(home, create)
+    with api.open_store(env, db) as store:
+        for path in paths:
+            record = import_report(store, Path(path), label=label)
+            click.echo(f"imported {path} as {record.uid}")
+
+
+@results.command("export")
+@home_options
+@click.option(
+    "--since", default=None, metavar="DATE", help="only sessions started on or after DATE (ISO, e.g. 2026-11-01)"
+)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help=".csv, .parquet or .json")
+@db_option
+def results_export(home: str | None, create: bool, since: str | None, output: str, db: str | None, **_: Any) -> None:
+    """Write the stored runs (all their report columns, identity, session and versions) to a file."""
+    from pathlib import Path
+
+    from mlonmcu import api
+    from mlonmcu.results.transfer import export_runs
+
+    env = _environment(home, create)
+    with api.open_store(env, db) as store:
+        count = export_runs(store, Path(output), since=_date(since) if since else None)
+    click.echo(f"wrote {count} run(s) to {output}")
+
+
+def _date(text: str) -> Any:
+    from datetime import UTC, datetime
+
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(f"bad date '{text}': expected ISO 8601, e.g. 2026-11-01 or 2026-11-01T03:00") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+@results.command("list")
+@home_options
+@click.option("--sweep", "sweep_name", default=None, help="only sessions of this sweep")
+@db_option
+def results_list(home: str | None, create: bool, sweep_name: str | None, db: str | None, **_: Any) -> None:
+    """The sessions in the store, oldest first."""
+    from mlonmcu import api
+    from mlonmcu.cli.output import print_frame
+
+    env = _environment(home, create)
+    with api.open_store(env, db) as store:
+        frame = store.sessions(sweep=sweep_name)
+    if frame.empty:
+        click.echo(f"no sessions in {store.url}")
+        return
+    print_frame(frame[["session", "host", "sweep", "label", "status", "runs", "failed", "started"]], title=store.url)
+
+
+@cli.group()
+def report() -> None:
+    """Figures and the HTML dashboard from sessions or the results history."""
+
+
+def _report_inputs(
+    env: Any, db: str | None, sessions_: tuple[str, ...], history: bool, thresholds: dict[str, float]
+) -> Any:
+    from mlonmcu import api
+
+    with api.open_store(env, db) as store:
+        return api.report_inputs(env, store, list(sessions_) or ["latest"], history, thresholds)
+
+
+@report.command("html")
+@click.argument("sessions_", metavar="[SESSION]...", nargs=-1)
+@home_options
+@click.option("--history", is_flag=True, help="add trend lines over every stored session of the same runs")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="the page, e.g. site/index.html")
+@threshold_option
+@db_option
+def report_html(
+    sessions_: tuple[str, ...],
+    home: str | None,
+    create: bool,
+    history: bool,
+    output: str,
+    thresholds: tuple[str, ...],
+    db: str | None,
+    **_: Any,
+) -> None:
+    """One self-contained page (works offline): bars, Pareto fronts, trends, profiles, compare table.
+
+    SESSION: an id, 'latest' (default), a label or a report .csv; with two or more, the first
+    is compared with the last.
+    """
+    from pathlib import Path
+
+    from mlonmcu.report.dashboard import write_dashboard
+
+    env = _environment(home, create)
+    inputs = _report_inputs(env, db, sessions_, history, _thresholds(thresholds))
+    path = write_dashboard(Path(output), **inputs)
+    click.echo(f"dashboard: {path}")
+
+
+@report.command("plot")
+@click.argument("sessions_", metavar="[SESSION]...", nargs=-1)
+@home_options
+@click.option("--history", is_flag=True, help="also the trend figures over the stored history")
+@click.option("-o", "--output", type=click.Path(file_okay=False), required=True, help="directory for the figures")
+@click.option("--format", "fmt", type=click.Choice(["svg", "png", "pdf"]), default="svg", show_default=True)
+@db_option
+def report_plot(
+    sessions_: tuple[str, ...],
+    home: str | None,
+    create: bool,
+    history: bool,
+    output: str,
+    fmt: str,
+    db: str | None,
+    **_: Any,
+) -> None:
+    """The dashboard's figures as files, for papers."""
+    from pathlib import Path
+
+    from mlonmcu.report.plots import figures, write_figures
+
+    env = _environment(home, create)
+    inputs = _report_inputs(env, db, sessions_, history, {})
+    paths = write_figures(figures(inputs["current"], inputs["history"], inputs["profiles"]), Path(output), fmt)
+    for path in paths:
+        click.echo(str(path))
+    click.echo(f"{len(paths)} figure(s) in {output}")
 
 
 def main() -> None:

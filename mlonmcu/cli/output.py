@@ -43,8 +43,9 @@ def print_frame(frame: pd.DataFrame, title: str = "") -> None:
 class RunProgress:
     """A progress bar over runs on a terminal; one line per finished run elsewhere."""
 
-    def __init__(self) -> None:
-        self.interactive = sys.stderr.isatty()
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet  # -q: errors only, no line per run
+        self.interactive = sys.stderr.isatty() and not quiet
         self.progress: Progress | None = None
         self.task: Any = None
         self.total = 0
@@ -73,7 +74,7 @@ class RunProgress:
         if self.progress is not None:
             self.progress.update(self.task, advance=1, description=f"{row[col.MODEL]}/{row[col.TARGET]}")
             self.progress.console.print(text, markup=False, highlight=False)
-        else:
+        elif not self.quiet:
             print(text, file=sys.stderr, flush=True)
 
     def stop(self) -> None:

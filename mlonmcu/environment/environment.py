@@ -15,7 +15,7 @@ from mlonmcu.environment.home import DEFAULT_TEMPLATE, ENV_FILE, init_home, reso
 from mlonmcu.errors import ConfigError
 
 BUNDLED = "@bundled"
-_TOP_KEYS = ("version", "paths", "components", "backends", "platforms", "targets", "features", "config")
+_TOP_KEYS = ("version", "paths", "components", "backends", "platforms", "targets", "features", "config", "results")
 _PATH_KEYS = ("deps", "sessions", "cache", "models")
 _KINDS = ("backends", "platforms", "targets", "features")
 
@@ -32,6 +32,7 @@ class Environment:
     components: dict[str, dict[str, Any]]
     enabled: dict[str, list[str]]
     config: dict[str, Any] = field(default_factory=dict)
+    results_db: str = ""  # results.db: a SQLAlchemy URL; "" = HOME/results.db
 
     @property
     def file(self) -> Path:
@@ -85,6 +86,7 @@ class Environment:
             components={k: dict(v or {}) for k, v in _mapping(data, "components", home).items()},
             enabled={kind: _names(data, kind, home) for kind in _KINDS},
             config=dict(_mapping(data, "config", home)),
+            results_db=_results_db(data, home),
         )
         env.validate()
         return env
@@ -145,6 +147,14 @@ def _mapping(data: dict[str, Any], key: str, home: Path) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f"{home / ENV_FILE}: '{key}' must be a mapping")
     return value
+
+
+def _results_db(data: dict[str, Any], home: Path) -> str:
+    results = _mapping(data, "results", home)
+    for key in results:
+        if key != "db":
+            raise ConfigError(f"{home / ENV_FILE}: unknown key 'results.{key}'; valid: db (a database URL)")
+    return os.path.expandvars(str(results.get("db") or ""))
 
 
 def _names(data: dict[str, Any], key: str, home: Path) -> list[str]:

@@ -88,6 +88,17 @@ class StageCache:
             repaired = problem if problem not in ("missing", "refresh requested") else ""
             return CacheOutcome(result, False, repaired, _output_files(entry))
 
+    def peek(self, stage: str, key: str, result_type: type[T]) -> CacheOutcome[T] | None:
+        """The entry's result and file digests without copying or verifying (`sweep plan`)."""
+        entry = self.entry(stage, key)
+        if not (self.enabled and entry.exists()):
+            return None
+        try:
+            result = decode(result_type, json.loads((entry.path / RESULT_FILE).read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+        return CacheOutcome(result, True, "", _output_files(entry))
+
     def _restore(self, entry: Entry, dest: Path, result_type: type[T]) -> CacheOutcome[T] | str:
         """The verified entry copied into `dest`, or what is wrong with it ("missing" if absent)."""
         problem = entry.verify(copy=(OUTPUT_DIR, dest))

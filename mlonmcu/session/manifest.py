@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import yaml
-
+from mlonmcu import yamlio
 from mlonmcu.atomic import write_text
 from mlonmcu.hashing import file_hash, value_hash
 
@@ -41,6 +40,12 @@ class Manifest:
             self.artifacts.append(Artifact(str(path.relative_to(self.run_dir)), stage, sha, path.stat().st_size))
         return value_hash(hashes)
 
+    def add_known(self, stage: str, files: Mapping[str, str]) -> str:
+        """Record a stage's files from their known hashes alone (a cache entry looked at, not copied)."""
+        for rel, sha in sorted(files.items()):
+            self.artifacts.append(Artifact(f"{stage}/{rel}", stage, sha, 0))
+        return value_hash(dict(sorted(files.items())))
+
     def sha256(self, name: str) -> str:
         """The hash of one recorded artifact (path relative to the run directory)."""
         return next(a.sha256 for a in self.artifacts if a.name == name)
@@ -49,4 +54,4 @@ class Manifest:
         return [asdict(a) for a in self.artifacts]
 
     def write(self) -> Path:
-        return write_text(self.run_dir / MANIFEST_FILE, yaml.safe_dump({"artifacts": self.to_list()}, sort_keys=False))
+        return write_text(self.run_dir / MANIFEST_FILE, yamlio.dump({"artifacts": self.to_list()}, sort_keys=False))

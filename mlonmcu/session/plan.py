@@ -40,6 +40,14 @@ class FlowRequest:
     platform: str = ""
     use_cache: bool = True
 
+    def to_dict(self) -> dict[str, Any]:
+        """What a session keeps (request.json) to plan the same matrix again when resumed."""
+        return {**self.__dict__, "until": self.until.name}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FlowRequest:
+        return cls(**{**data, "until": Stage.parse(data["until"])})
+
 
 def _check_enabled(env: Environment, kind: str, names: list[str], reg: registry.Registry[Any]) -> None:
     for name in names:
@@ -87,18 +95,13 @@ def _unused_key_error(key: str) -> ConfigError:
 
 
 def _warn_about_samples(models: list[Model], values: list[str]) -> None:
+    wanted = max(int(raw, 0) for raw in values)
     for model in models:
         available = len(sample_files(model))
-        for raw in values:
-            wanted = int(raw, 0)
-            if available and wanted > available:
-                logger.warning(
-                    "validate.samples=%d: model %s has %d samples; %d will run",
-                    wanted,
-                    model.name,
-                    available,
-                    available,
-                )
+        if available and wanted > available:
+            logger.warning(
+                "validate.samples=%d: model %s has %d samples; %d will run", wanted, model.name, available, available
+            )
 
 
 def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path) -> list[RunSpec]:

@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import yaml
-
-from mlonmcu import __version__, registry
+from mlonmcu import __version__, registry, yamlio
 from mlonmcu.atomic import disk_full, is_disk_full, write_text
 from mlonmcu.contracts import RunResult, encode
 from mlonmcu.errors import Interrupted, MlonmcuError
@@ -27,6 +25,7 @@ from mlonmcu.session.stages import STAGE_FUNCTIONS, RunContext
 RUN_FILE = "run.yml"
 RUNNING_FILE = ".running"  # pid of the worker running it: tells a dead worker's run from queued ones
 INTERRUPTED = "interrupted"
+WORKER_LOST = "worker lost"
 
 logger = logging.getLogger("mlonmcu.run")
 
@@ -72,6 +71,12 @@ def failed_row(spec: RunSpec, reason: str) -> dict[str, Any]:
     row = base_row(spec)
     _fail(row, reason)
     return row
+
+
+def unfinished(row: dict[str, Any]) -> bool:
+    """A row that stands for a run that never ended (interrupted, its worker lost): resume reruns it."""
+    reason = str(row.get(col.REASON) or "")
+    return reason == INTERRUPTED or reason.startswith(WORKER_LOST)
 
 
 def execute_run(spec: RunSpec) -> RunOutcome:
@@ -186,6 +191,9 @@ def fill_measurements(row: dict[str, Any], ran: RunResult) -> None:
         row[col.SETUP_TIME] = setup.ns / 1e9
         mean_ns = _mean([r.ns for r in first])
         row[col.RUN_TIME] = mean_ns / 1e9 if mean_ns is not None else None
+        times = [r.ns for r in first if r.ns is not None]
+        if times:
+            row[col.RUN_TIME_MIN] = min(times) / 1e9
     if h.end is not None and h.end.stack is not None:
         row[col.STACK_USED] = h.end.stack
 
@@ -232,4 +240,4 @@ def _write_run_file(spec: RunSpec, ctx: RunContext | None, row: dict[str, Any], 
         data["cached_stages"] = ctx.cached
         if ctx.repaired:
             data["cache_repairs"] = ctx.repaired
-    write_text(spec.run_dir / RUN_FILE, yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
+    write_text(spec.run_dir / RUN_FILE, yamlio.dump(data, sort_keys=False, default_flow_style=False))

@@ -10,6 +10,7 @@ and writes the report before it ends.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import shutil
@@ -27,16 +28,18 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from mlonmcu import yamlio
 from mlonmcu.atomic import write_text
 from mlonmcu.entry import Entry
 from mlonmcu.environment import Environment
-from mlonmcu.errors import Interrupted, MlonmcuError
+from mlonmcu.errors import ConfigError, Interrupted, MlonmcuError
 from mlonmcu.logs import SESSION_LOG, session_log
 from mlonmcu.report import columns as col
-from mlonmcu.report.report import export, to_frame
+from mlonmcu.report.report import to_frame, write_csv
 from mlonmcu.session import interrupt
 from mlonmcu.session.executor import InlineExecutor
-from mlonmcu.session.run import INTERRUPTED, RUNNING_FILE, RunOutcome, execute_run, failed_row
+from mlonmcu.session.remote import submit as submit_run
+from mlonmcu.session.run import INTERRUPTED, RUNNING_FILE, WORKER_LOST, RunOutcome, execute_run, failed_row
 from mlonmcu.session.spec import RunSpec
 
 SESSION_FILE = "session.yml"
@@ -55,7 +58,7 @@ def lock_entry(directory: Path) -> Entry:
 def read_meta(directory: Path) -> dict[str, Any]:
     path = directory / SESSION_FILE
     try:
-        data = yaml.safe_load(path.read_text()) if path.is_file() else {}
+        data = yamlio.load(path.read_text()) if path.is_file() else {}
     except (OSError, yaml.YAMLError):
         return {"status": "unreadable"}
     return data if isinstance(data, dict) else {"status": "unreadable"}
@@ -96,6 +99,16 @@ class Session:
         os.replace(tmp, latest)
         return session
 
+    @classmethod
+    def reopen(cls, env: Environment, directory: Path) -> Session:
+        """An existing session, to finish it (resume): it must not be running anywhere."""
+        session = cls(env, int(directory.name), directory, str(read_meta(directory).get("label") or ""))
+        lock = session._stack.enter_context(lock_entry(directory).locked(wait=False))
+        if not lock:
+            session.close()
+            raise ConfigError(f"session {directory.name} is still running: wait for it, or stop it first")
+        return session
+
     def close(self) -> None:
         """Release the session's lock (it is done, or discarded)."""
         self._stack.close()
@@ -119,20 +132,18 @@ class Session:
         data = read_meta(self.dir)
         data.update(values)
         try:
-            write_text(self.dir / SESSION_FILE, yaml.safe_dump(data, sort_keys=False))
+            write_text(self.dir / SESSION_FILE, yamlio.dump(data, sort_keys=False))
         except MlonmcuError as err:  # a full disk: the old file stays; `sessions` tells the truth
             logger.error("%s", err)
 
-    def _write_report(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
-        frame = to_frame(rows)
+    def _write_report(self, rows: list[dict[str, Any]]) -> None:
         try:
-            export(frame, self.report_path)
+            write_csv(rows, self.report_path)
             self.report_error = ""
         except MlonmcuError as err:
             if str(err) != self.report_error:
                 logger.error("%s", err)
             self.report_error = str(err)
-        return frame
 
     def execute(
         self,
@@ -140,21 +151,30 @@ class Session:
         executor_factory: Callable[[], Executor],
         on_done: Callable[[RunOutcome], None] | None = None,
         command: str = "",
+        kept: dict[int, dict[str, Any]] | None = None,
+        **meta: Any,
     ) -> pd.DataFrame:
         """Run all specs; returns the report. An interrupt sets `interrupted_by` (and the
-        unfinished runs' rows say `interrupted`) instead of losing what finished."""
+        unfinished runs' rows say `interrupted`) instead of losing what finished.
+
+        `kept`: rows of runs that finished earlier (a resumed session) — reported, not rerun.
+        """
+        now = datetime.now(UTC).isoformat(timespec="milliseconds")
+        previous = read_meta(self.dir)
+        started = {"started": now} if kept is None else {"resumed": [*previous.get("resumed", []), now]}
         self._write_meta(
             id=self.id,
             label=self.label,
-            command=command,
+            **({"command": command} if kept is None else {}),
             home=str(self.env.home),
             host=socket.gethostname(),
             pid=os.getpid(),
-            started=datetime.now(UTC).isoformat(timespec="seconds"),
-            runs=len(specs),
+            **started,
+            runs=len(specs) + len(kept or {}),
             status="running",
+            **meta,
         )
-        rows: dict[int, dict[str, Any]] = {}
+        rows: dict[int, dict[str, Any]] = dict(kept or {})
 
         def finished(outcome: RunOutcome) -> None:
             if self.label:
@@ -179,13 +199,14 @@ class Session:
                 runner.stop()
                 raise
             finally:
-                for spec in specs:
+                for spec in specs:  # the runs that did not report back
                     if spec.run not in rows:
-                        reason = INTERRUPTED if status == "interrupted" else "worker lost: no result came back"
+                        reason = INTERRUPTED if status == "interrupted" else f"{WORKER_LOST}: no result came back"
                         rows[spec.run] = failed_row(spec, reason)
                         if self.label:
                             rows[spec.run][col.LABEL] = self.label
-                frame = self._write_report(list(rows.values()))
+                self._write_report(list(rows.values()))
+                frame = to_frame(list(rows.values()))
                 failed = int(frame[col.FAILING].astype(bool).sum()) if rows else 0
                 self._write_meta(
                     finished=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -240,7 +261,7 @@ class _Runner:
                 if interrupt.stopping() is not None:
                     raise Interrupted(interrupt.stopping() or signal.SIGINT)
             return
-        self.futures = {self.executor.submit(execute_run, spec): spec for spec in specs}
+        self.futures = {submit_run(self.executor, spec): spec for spec in interleaved(specs)}
         waiting = set(self.futures)
         while waiting:
             done, waiting = wait(waiting, return_when="FIRST_COMPLETED")
@@ -258,7 +279,7 @@ class _Runner:
         except CancelledError:
             return
         except Exception as err:  # the worker itself failed (e.g. a lost Dask worker)
-            outcome = RunOutcome(failed_row(spec, f"worker lost: {type(err).__name__}: {err}"), [])
+            outcome = RunOutcome(failed_row(spec, f"{WORKER_LOST}: {type(err).__name__}: {err}"), [])
         self._done(spec, outcome)
 
     def _recover_from_dead_worker(self, give_up: bool) -> None:
@@ -267,7 +288,7 @@ class _Runner:
             marker = spec.run_dir / RUNNING_FILE
             pid = _marker_pid(marker)
             if give_up or (pid is not None and not _alive(pid)):
-                reason = f"worker lost: its worker process (pid {pid}) died" if pid else "worker lost"
+                reason = f"{WORKER_LOST}: its worker process (pid {pid}) died" if pid else WORKER_LOST
                 logger.warning("run %d: %s", spec.run, reason)
                 marker.unlink(missing_ok=True)
                 self._done(spec, RunOutcome(failed_row(spec, reason), []))
@@ -309,6 +330,16 @@ class _Runner:
             self._collect(future)
         else:
             raise TimeoutError
+
+
+def interleaved(specs: list[RunSpec]) -> list[RunSpec]:
+    """Runs of one model and backend share their LOAD and BUILD entries: started side by side, all
+    but one would wait for the entry's lock. Taking the groups in turns keeps every worker busy."""
+    groups: dict[tuple[str, str], list[RunSpec]] = {}
+    for spec in specs:
+        groups.setdefault((spec.model.path, spec.backend), []).append(spec)
+    rounds = itertools.zip_longest(*groups.values())
+    return [spec for turn in rounds for spec in turn if spec is not None]
 
 
 def _marker_pid(marker: Path) -> int | None:

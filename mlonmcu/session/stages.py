@@ -28,7 +28,7 @@ from mlonmcu.contracts import (
     TargetProfile,
     encode,
 )
-from mlonmcu.errors import ModelError, StageError
+from mlonmcu.errors import MlonmcuError, ModelError, StageError
 from mlonmcu.features.feature import Feature
 from mlonmcu.hashing import code_fingerprint, tree_hash, value_hash
 from mlonmcu.models.model import Model
@@ -71,6 +71,10 @@ def load_samples(path: Path) -> list[Sample]:
     return [[sample[t] for t in sorted(sample)] for _, sample in sorted(samples.items())]
 
 
+class NotCached(Exception):
+    """A stage a peeking run would have to compute."""
+
+
 @dataclass
 class RunContext:
     """Live state of one run inside a worker: the plugins and what each finished stage handed on."""
@@ -92,6 +96,7 @@ class RunContext:
     times: dict[Stage, float] = field(default_factory=dict)
     cached: list[str] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)  # damaged cache entries that were recomputed
+    peek: bool = False  # only look: a stage whose entry is absent raises NotCached (`sweep plan`)
 
     @classmethod
     def create(cls, spec: RunSpec) -> RunContext:
@@ -153,6 +158,8 @@ class RunContext:
                 )
             return result
 
+        if self.peek:
+            return self._peek(stage, key, result_type, cacheable)
         outcome = self.cache.get_or_compute(
             stage.name.lower(),
             key,
@@ -169,6 +176,14 @@ class RunContext:
             self.repaired.append(f"{stage.name}: {outcome.repaired}")
         self.digests[stage] = self.manifest.add_stage(stage.name.lower(), self.stage_dir(stage), outcome.files)
         return outcome.result
+
+    def _peek(self, stage: Stage, key: str, result_type: type[T], cacheable: bool) -> T:
+        found = self.cache.peek(stage.name.lower(), key, result_type) if cacheable else None
+        if found is None:
+            raise NotCached(stage.name)
+        self.cached.append(stage.name.lower())
+        self.digests[stage] = self.manifest.add_known(stage.name.lower(), found.files)
+        return found.result
 
     def needs(self, value: T | None, stage: Stage) -> T:
         if value is None:
@@ -384,3 +399,26 @@ STAGE_FUNCTIONS: dict[Stage, Callable[[RunContext], object]] = {
     Stage.COMPILE: compile_,
     Stage.RUN: run,
 }
+
+
+def cached_stages(spec: RunSpec) -> list[str]:
+    """The stages a run of `spec` would restore from the cache now; nothing is computed or copied.
+
+    Keys chain on the previous stage's file digests, so this follows the chain through the
+    entries' manifests exactly as a run would (damage is only found when a run verifies them).
+    """
+    if spec.missing:
+        return []
+    try:
+        ctx = RunContext.create(spec)
+    except (MlonmcuError, OSError):
+        return []
+    ctx.peek = True
+    try:
+        for stage in (Stage.LOAD, Stage.BUILD, Stage.COMPILE, Stage.RUN):
+            if stage > spec.until:
+                break
+            STAGE_FUNCTIONS[stage](ctx)
+    except (NotCached, MlonmcuError, OSError):
+        pass
+    return ctx.cached

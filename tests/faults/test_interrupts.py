@@ -13,13 +13,21 @@ from faultlib import alive, kill_group, report, run_cli, simulators, start_cli, 
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
-# runs 0 and 1 hang (both workers busy), runs 2 and 3 are real and queued behind them
+# runs 0 and 1 hang, runs 2 and 3 are real; the pool takes them in turns by model and backend
+# (0, 2, 1, 3): run 2 finishes beside run 0, then both workers hang and run 3 waits
 SWEEP = ("flow", "run", "kws_dscnn", "-b", "stuck", "-b", "tvmaot", "-t", "spike", "-t", "qemu_rv32")
 SWEEP_OPTIONS = ("-f", "validate", "--parallel", "2")
 
 
 def hanging_simulators(home: Path) -> list[int]:
-    return wait_for(lambda: len(simulators(str(home))) == 2 and simulators(str(home)), 180, "two hung simulators")
+    """The simulators of runs 0 and 1 (the stuck ones), once both are running."""
+
+    def hung() -> list[int]:
+        found = [simulators(f"/runs/{run}/") for run in (0, 1)]
+        mine = [p for pids in found for p in pids if p in simulators(str(home))]
+        return mine if all(found) and len(mine) == 2 else []
+
+    return wait_for(hung, 300, "the two stuck runs' simulators")
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGKILL, -9)])
@@ -45,11 +53,15 @@ def test_orchestrator_signal_leaves_nothing_running(fault_home, tmp_path, signum
         assert f"interrupted by signal {signum}" in output and "Traceback" not in output
         assert "interrupted" in sessions and "running" not in sessions, sessions
         frame = report(fault_home)
-        assert len(frame) == 4 and frame["Failing"].all()
-        assert (frame["Reason"] == "interrupted").all(), frame["Reason"]
+        assert len(frame) == 4
+        by_run = frame.set_index(["Backend", "Target"])
+        finished = by_run.loc[("tvmaot", "spike")]  # ran first, beside a hung one (runs interleave)
+        assert not finished["Failing"] and finished["Validation"] == "pass", finished["Reason"]
+        rest = by_run.drop(index=("tvmaot", "spike"))
+        assert rest["Failing"].all() and (rest["Reason"] == "interrupted").all(), rest["Reason"]
         hung = frame[frame.Backend == "stuck"]
         assert (hung["Total ROM"] > 0).all()  # what COMPILE produced before the interrupt is kept
-        assert pd.read_csv(out)["Reason"].tolist() == frame["Reason"].tolist()  # -o written too
+        assert pd.read_csv(out)["Reason"].fillna("").tolist() == frame["Reason"].fillna("").tolist()  # -o too
     # nothing is left in a state that breaks the next session
     code_, output = run_cli(
         *SWEEP[:3], "-b", "tvmaot", "-t", "spike", "-t", "qemu_rv32", "-f", "validate", "-H", fault_home

@@ -131,3 +131,23 @@ def test_profile_calls_reported_by_marks_are_summed_per_kernel():
     ]
     profile = parse("\n".join(lines)).record.profile
     assert [(m.kernel, m.calls, m.instructions) for m in profile] == [(0, 2, 150), (1, 1, 30)]
+
+
+def test_the_session_csv_writer_reads_back_like_the_pandas_export(tmp_path):
+    import numpy as np
+
+    from mlonmcu.report import columns as col
+    from mlonmcu.report.report import export, read, to_frame, write_csv
+
+    rows = [
+        {col.SESSION: 1, col.RUN: 1, col.MODEL: "=cmd()", col.RUN_CYCLES: np.int64(5), col.FAILING: False, "Extra": 1.5},
+        {col.SESSION: 1, col.RUN: 0, col.MODEL: "kws", col.RUN_CYCLES: None, col.FAILING: True, col.REASON: "x, y"},
+        {col.SESSION: 1, col.RUN: 2, col.MODEL: "'quoted", col.RUN_TIME: float("nan"), col.FAILING: False},
+    ]
+    fast, slow = tmp_path / "fast.csv", tmp_path / "slow.csv"
+    write_csv(rows, fast)
+    export(to_frame(rows), slow)
+    a, b = read(fast), read(slow)
+    assert list(a.columns) == list(b.columns) and list(a.columns)[-1] == "Extra"
+    pd.testing.assert_frame_equal(a, b)
+    assert list(a[col.MODEL]) == ["kws", "=cmd()", "'quoted"]

@@ -1,0 +1,21 @@
+"""The order a pool gets its runs in: runs that share cache entries are not started side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlonmcu.session.session import interleaved
+from mlonmcu.session.spec import ModelRef, RunSpec, Stage
+
+
+def spec(run: int, model: str, backend: str = "tvmaot") -> RunSpec:
+    ref = ModelRef(model, f"/m/{model}.tflite", None)
+    return RunSpec(0, run, Path(str(run)), ref, "tflite", backend, "mlif", "spike", [], {}, {}, Stage.RUN, Path("c"))
+
+
+def test_groups_sharing_a_build_take_turns():
+    specs = [spec(0, "aww"), spec(1, "aww"), spec(2, "aww"), spec(3, "vww"), spec(4, "vww"), spec(5, "aww", "tflmi")]
+    order = [s.run for s in interleaved(specs)]
+    assert order == [0, 3, 5, 1, 4, 2]
+    assert sorted(order) == list(range(6))  # every run once
+    assert interleaved([]) == []
