@@ -140,7 +140,7 @@ def test_the_session_csv_writer_reads_back_like_the_pandas_export(tmp_path):
     from mlonmcu.report.report import export, read, to_frame, write_csv
 
     rows = [
-        {col.SESSION: 1, col.RUN: 1, col.MODEL: "=cmd()", col.RUN_CYCLES: np.int64(5), col.FAILING: False, "Extra": 1.5},
+        {col.SESSION: 1, col.RUN: 1, col.MODEL: "=cmd()", col.RUN_CYCLES: np.int64(5), col.FAILING: False, "X": 1.5},
         {col.SESSION: 1, col.RUN: 0, col.MODEL: "kws", col.RUN_CYCLES: None, col.FAILING: True, col.REASON: "x, y"},
         {col.SESSION: 1, col.RUN: 2, col.MODEL: "'quoted", col.RUN_TIME: float("nan"), col.FAILING: False},
     ]
@@ -148,6 +148,6 @@ def test_the_session_csv_writer_reads_back_like_the_pandas_export(tmp_path):
     write_csv(rows, fast)
     export(to_frame(rows), slow)
     a, b = read(fast), read(slow)
-    assert list(a.columns) == list(b.columns) and list(a.columns)[-1] == "Extra"
+    assert list(a.columns) == list(b.columns) and list(a.columns)[-1] == "X"
     pd.testing.assert_frame_equal(a, b)
     assert list(a[col.MODEL]) == ["kws", "=cmd()", "'quoted"]
