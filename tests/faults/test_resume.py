@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 from faultlib import kill_group, report, run_cli, simulators, start_cli, wait_for
@@ -22,12 +23,16 @@ config:
 """
 
 
+def run_1_hangs(home: Path) -> list[int]:
+    return [p for p in simulators("/runs/1/") if p in simulators(str(home))]
+
+
 def test_resume_finishes_a_killed_sweep(fault_home, tmp_path):
     sweep = tmp_path / "crashy.yml"
     sweep.write_text(SWEEP)
     proc = start_cli("sweep", "run", sweep, "-H", fault_home, log=tmp_path / "log")
     try:
-        wait_for(lambda: simulators(str(fault_home)), 300, "run 1's simulator to hang")
+        wait_for(lambda: run_1_hangs(fault_home), 600, "run 1's simulator to hang (run 0 has finished by then)")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
