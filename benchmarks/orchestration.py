@@ -135,11 +135,11 @@ def parallel(work: Path, template: Path, file: Path, serial: float) -> None:
     print(f"unchanged rerun, --parallel 2: {rerun:.2f} s = {100 * rerun / cold:.1f} % of cold")
 
 
-def nightly(work: Path, template: Path) -> None:
+def nightly(work: Path, template: Path, parallels: list[str]) -> None:
     """The shipped nightly file (both backends, RISC-V and Cortex-M), cold, rerun, and in parallel."""
     file = REPO / "environments" / "sweeps" / "mlperf-tiny-nightly.yml"
     serial = 0.0
-    for parallel_runs in ("1", "2"):
+    for parallel_runs in parallels:
         home = make_home(work / f"nightly{parallel_runs}", template)
         cold, report = sweep(home, file, "--parallel", parallel_runs)
         rerun, _ = min((sweep(home, file, "--parallel", parallel_runs) for _ in range(2)), key=lambda r: r[0])
@@ -149,7 +149,8 @@ def nightly(work: Path, template: Path) -> None:
         )
         if parallel_runs == "1":
             serial = cold
-    print(f"nightly --parallel 2 vs 1: {serial / cold:.2f}×")
+    if parallels[-1] != "1" and serial:
+        print(f"nightly --parallel {parallels[-1]} vs 1: {serial / cold:.2f}×")
 
 
 def dask(work: Path, template: Path) -> None:
@@ -177,6 +178,7 @@ def main() -> None:
     parser.add_argument("--skip-parallel", action="store_true")
     parser.add_argument("--dask", action="store_true", help="also 2 Dask workers vs 1")
     parser.add_argument("--nightly", action="store_true", help="also environments/sweeps/mlperf-tiny-nightly.yml")
+    parser.add_argument("--nightly-parallel", default="1,2", help="--parallel values for the nightly (default 1,2)")
     parser.add_argument("--bundled", action="store_true", help="the bundled models even when ../shared/models exists")
     args = parser.parse_args()
     from mlonmcu.environment.home import resolve_home
@@ -194,7 +196,7 @@ def main() -> None:
         if not args.skip_parallel:
             parallel(work, template, file, serial)
         if args.nightly:
-            nightly(work, template)
+            nightly(work, template, args.nightly_parallel.split(","))
         if args.dask:
             dask(work, template)
     finally:
