@@ -17,7 +17,7 @@ import pandas as pd
 
 from mlonmcu.errors import ConfigError
 from mlonmcu.report import columns as col
-from mlonmcu.report.report import records
+from mlonmcu.report.report import records, truthy
 from mlonmcu.results.identity import IDENTITY, describe, identity
 
 WALLCLOCK = {col.RUN_TIME: col.RUN_TIME_MIN}  # metric → the column it is compared on
@@ -51,13 +51,6 @@ def _text(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes")
-    number = _number(value)
-    return bool(number) if number is not None else False
-
-
 def judge(old: Any, new: Any, threshold: float) -> str:
     """Lower is better for every metric we gate on (cycles, instructions, bytes, seconds)."""
     a, b = _number(old), _number(new)
@@ -72,7 +65,7 @@ def judge(old: Any, new: Any, threshold: float) -> str:
 
 def failure(row: Mapping[str, Any]) -> str:
     """Why a run counts as failed ("" if it passed): it failed, or its outputs were wrong."""
-    if _truthy(row.get(col.FAILING)):
+    if truthy(row.get(col.FAILING)):
         return str(row.get(col.REASON) or "failed")
     if _text(row.get(col.VALIDATION)) == "fail":
         return f"validation fail (Max Abs Error {row.get(col.MAX_ABS_ERROR)})"

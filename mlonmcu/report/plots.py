@@ -35,6 +35,7 @@ from mlonmcu.atomic import write_bytes
 from mlonmcu.errors import ConfigError
 from mlonmcu.features.profile import METRICS as PROFILE_METRICS
 from mlonmcu.report import columns as col
+from mlonmcu.report.report import missing, truthy
 from mlonmcu.results.identity import IDENTITY, describe, identity_hash
 
 if TYPE_CHECKING:
@@ -152,22 +153,8 @@ def pareto_front(xs: Iterable[float], ys: Iterable[float]) -> list[int]:
 # -- data helpers ---------------------------------------------------------------------------------
 
 
-def truthy(value: Any) -> bool:
-    """A Failing cell as a bool, whether it came from a frame (bool, NaN) or a CSV file ("True")."""
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes")
-    return bool(value) and not _missing(value)
-
-
-def _missing(value: Any) -> bool:
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def _text(value: Any) -> str:
-    return "" if _missing(value) else str(value).strip()
+    return "" if missing(value) else str(value).strip()
 
 
 def _numeric(frame: pd.DataFrame, column: str) -> pd.Series:

@@ -80,7 +80,7 @@ def _write_xlsx(frame: pd.DataFrame, path: Path) -> None:
     sheet = book.active
     sheet.append([str(c) for c in frame.columns])
     for values in frame.itertuples(index=False):
-        sheet.append([None if _missing(v) else _plain(v) for v in values])
+        sheet.append([None if missing(v) else _plain(v) for v in values])
     for row in sheet.iter_rows(min_row=2):
         for cell in row:
             if isinstance(cell.value, str):
@@ -88,11 +88,19 @@ def _write_xlsx(frame: pd.DataFrame, path: Path) -> None:
     book.save(path)
 
 
-def _missing(value: Any) -> bool:
+def missing(value: Any) -> bool:
+    """An empty cell: None or NaN (pandas' idea of missing, for any value)."""
     try:
         return bool(pd.isna(value))
     except (TypeError, ValueError):
         return False
+
+
+def truthy(value: Any) -> bool:
+    """A Failing cell as a bool, whether it came from a frame (bool, NaN) or a CSV file ("True")."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value) and not missing(value)
 
 
 def _plain(value: Any) -> Any:
