@@ -18,7 +18,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable
-from concurrent.futures import CancelledError, Executor, Future, wait
+from concurrent.futures import CancelledError, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from datetime import UTC, datetime
@@ -41,6 +41,7 @@ from mlonmcu.session.executor import InlineExecutor
 from mlonmcu.session.remote import submit as submit_run
 from mlonmcu.session.run import INTERRUPTED, RUNNING_FILE, WORKER_LOST, RunOutcome, execute_run, failed_row
 from mlonmcu.session.spec import RunSpec
+from mlonmcu.session.stages import COMPUTED_STAGES, cached_stages
 
 SESSION_FILE = "session.yml"
 REPORT_FILE = "report.csv"
@@ -256,17 +257,27 @@ class _Runner:
         assert self.executor is not None
         specs = list(self.pending.values())
         if isinstance(self.executor, InlineExecutor):
-            for spec in specs:  # one at a time, in this process: progress and report advance
-                self._done(spec, execute_run(spec))
-                if interrupt.stopping() is not None:
-                    raise Interrupted(interrupt.stopping() or signal.SIGINT)
+            self._inline(specs)
             return
+        if isinstance(self.executor, ProcessPoolExecutor):
+            # a run restored from the cache takes milliseconds here, a worker seconds to start
+            self._inline([s for s in specs if _fully_cached(s)])
+            specs = list(self.pending.values())
+            if not specs:
+                return
         self.futures = {submit_run(self.executor, spec): spec for spec in interleaved(specs)}
         waiting = set(self.futures)
         while waiting:
             done, waiting = wait(waiting, return_when="FIRST_COMPLETED")
             for future in done:
                 self._collect(future)
+
+    def _inline(self, specs: list[RunSpec]) -> None:
+        """One at a time, in this process: progress and report advance after each."""
+        for spec in specs:
+            self._done(spec, execute_run(spec))
+            if interrupt.stopping() is not None:
+                raise Interrupted(interrupt.stopping() or signal.SIGINT)
 
     def _collect(self, future: Future[RunOutcome]) -> None:
         spec = self.futures[future]
@@ -330,6 +341,11 @@ class _Runner:
             self._collect(future)
         else:
             raise TimeoutError
+
+
+def _fully_cached(spec: RunSpec) -> bool:
+    """Every stage up to `until` would be restored from the cache (peeked: nothing is copied)."""
+    return len(cached_stages(spec)) == sum(1 for stage in COMPUTED_STAGES if stage <= spec.until)
 
 
 def interleaved(specs: list[RunSpec]) -> list[RunSpec]:

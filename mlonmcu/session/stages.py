@@ -401,6 +401,10 @@ STAGE_FUNCTIONS: dict[Stage, Callable[[RunContext], object]] = {
 }
 
 
+#: the stages that compute (and cache) something, in order; POSTPROCESS only reads their outputs
+COMPUTED_STAGES = (Stage.LOAD, Stage.BUILD, Stage.COMPILE, Stage.RUN)
+
+
 def cached_stages(spec: RunSpec) -> list[str]:
     """The stages a run of `spec` would restore from the cache now; nothing is computed or copied.
 
@@ -415,7 +419,7 @@ def cached_stages(spec: RunSpec) -> list[str]:
         return []
     ctx.peek = True
     try:
-        for stage in (Stage.LOAD, Stage.BUILD, Stage.COMPILE, Stage.RUN):
+        for stage in COMPUTED_STAGES:
             if stage > spec.until:
                 break
             STAGE_FUNCTIONS[stage](ctx)

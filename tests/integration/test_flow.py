@@ -139,3 +139,26 @@ def test_operator_rejected_by_tvm(integration_home, mlonmcu):
     assert code == 1
     reason = report(integration_home).iloc[0]["Reason"]
     assert reason.startswith("TVM cannot import aww_hybrid.tflite") and "CONV_2D" in reason
+
+
+def test_parallel_rerun_restores_cached_runs_without_workers(integration_home, monkeypatch):
+    """A run the cache holds completely is restored in the orchestrator: no worker starts.
+    (Spike: its counts are exact, so RUN is cached; a host run measures time and always runs.)"""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from mlonmcu import api
+
+    request = dict(
+        home=integration_home, backends=["tvmaot"], targets=["spike"], config={"mlif.optimize": ["O2", "Os"]}
+    )
+    cold = api.flow(["cnn_small"], parallel=2, **request)
+    assert not cold.failed, cold.report[["Reason"]]
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("a fully cached run was sent to a worker process")
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", refuse)
+    rerun = api.flow(["cnn_small"], parallel=2, **request)
+    assert not rerun.failed, rerun.report[["Reason"]]
+    assert list(rerun.report["Cached Stages"]) == ["load,build,compile,run"] * 2
+    assert list(rerun.report["Run Instructions"]) == list(cold.report["Run Instructions"])
