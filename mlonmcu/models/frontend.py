@@ -9,32 +9,10 @@ import numpy as np
 
 from mlonmcu.contracts import ModelInfo, TensorInfo
 from mlonmcu.errors import ModelError
+from mlonmcu.models.tflite_graph import DTYPES as _DTYPES
+from mlonmcu.models.tflite_graph import op_names as _op_names
+from mlonmcu.models.tflite_graph import text as _text
 from mlonmcu.plugin import Plugin
-
-_DTYPES = {
-    0: "float32",
-    1: "float16",
-    2: "int32",
-    3: "uint8",
-    4: "int64",
-    6: "bool",
-    7: "int16",
-    9: "int8",
-    10: "float64",
-    15: "uint32",
-    16: "uint16",
-}
-
-
-def _op_names() -> dict[int, str]:
-    import tflite
-
-    return {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
-
-
-def _text(value: bytes | None) -> str:
-    """Flatbuffer strings are optional: a missing name or custom code is "" (not a crash)."""
-    return value.decode("utf-8", errors="replace") if value else ""
 
 
 def _tensor(subgraph: Any, index: int) -> TensorInfo:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import time
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,6 @@ from mlonmcu.contracts import (
     LoadResult,
     PostprocessInput,
     RunResult,
-    Sample,
     TargetProfile,
     encode,
 )
@@ -33,7 +31,7 @@ from mlonmcu.features.feature import Feature
 from mlonmcu.hashing import code_fingerprint, tree_hash, value_hash
 from mlonmcu.models.model import Model
 from mlonmcu.models.reference import reference_outputs
-from mlonmcu.models.samples import prepare_inputs
+from mlonmcu.models.samples import load_samples, prepare_inputs, save_samples
 from mlonmcu.platforms import harness
 from mlonmcu.platforms.mlif import MlifPlatform
 from mlonmcu.process import Completed
@@ -49,26 +47,6 @@ RUN_OUTPUT = "output.txt"
 
 logger = logging.getLogger("mlonmcu.stages")
 T = TypeVar("T")
-
-
-def save_samples(path: Path, samples: list[Sample]) -> None:
-    """An .npz that np.load reads, with fixed member timestamps: the same samples give the same
-    bytes, so the stages keyed on this file hit the cache after a recompute."""
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
-        for s, sample in enumerate(samples):
-            for t, array in enumerate(sample):
-                member = zipfile.ZipInfo(f"s{s}_t{t}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-                with archive.open(member, "w") as fh:
-                    np.lib.format.write_array(fh, np.ascontiguousarray(array), allow_pickle=False)
-
-
-def load_samples(path: Path) -> list[Sample]:
-    with np.load(path, allow_pickle=False) as data:
-        samples: dict[int, dict[int, np.ndarray]] = {}
-        for key in data.files:
-            s, t = (int(x[1:]) for x in key.split("_"))
-            samples.setdefault(s, {})[t] = data[key]
-    return [[sample[t] for t in sorted(sample)] for _, sample in sorted(samples.items())]
 
 
 class NotCached(Exception):

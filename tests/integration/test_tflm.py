@@ -209,3 +209,66 @@ def test_cortex_m_board_and_memory_overflow(tflm_home, mlonmcu):
     )
     reason = report(tflm_home).iloc[0]["Reason"]
     assert code == 1 and "does not fit" in reason and "ROM overflowed by" in reason
+
+
+# TFLite Micro's own example and test models (in its source tree, not in this repository)
+TFLM_MODELS = {
+    "person_detect": "tensorflow/lite/micro/models/person_detect.tflite",
+    "micro_speech_quantized": "tensorflow/lite/micro/examples/micro_speech/models/micro_speech_quantized.tflite",
+    "keyword_scrambled_8bit": "tensorflow/lite/micro/models/keyword_scrambled_8bit.tflite",
+}
+
+
+def tflm_model(home: Path, name: str, into: Path) -> Path:
+    source = Environment.load(home).deps_dir / "tflm" / TFLM_MODELS[name]
+    if not source.is_file():
+        pytest.skip(f"{source} is not in this TFLM checkout")
+    target = into / name / f"{name}.tflite"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(source.read_bytes())
+    return target
+
+
+def outputs(home: Path, run: int) -> list[np.ndarray]:
+    with np.load(home / "sessions" / "latest" / "runs" / str(run) / "run" / "outputs.npz") as data:
+        return [data[key] for key in sorted(data.files)]
+
+
+def test_tflm_example_models_run_integer_on_tvmaot(tflm_home, mlonmcu, tmp_path):
+    """Per-channel depthwise scales on axis 3 (person_detect) and a FULLY_CONNECTED over a 4-D
+    input (micro_speech) — both rejected by TVM's importer — built from the flatbuffer."""
+    models = [tflm_model(tflm_home, name, tmp_path) for name in ("person_detect", "micro_speech_quantized")]
+    args = ["flow", "run", *models, "-b", "tvmaot", "-b", "tflmi", "-t", "spike", "-f", "validate"]
+    code, output = mlonmcu(*args, "-c", "validate.samples=3", "-H", tflm_home)
+    assert code == 0, output
+    frame = report(tflm_home)
+    tvm = frame[frame.Backend == "tvmaot"].set_index("Model")
+    tflm = frame[frame.Backend == "tflmi"].set_index("Model")
+    assert (tvm["Float Ops"] == "none").all(), tvm["Float Ops"]
+    assert (tvm["Run Instructions"] < tflm["Run Instructions"]).all()
+    speech = tvm.loc["micro_speech_quantized"]
+    assert speech["Validation"] == "pass" and speech["Max Abs Error"] == 0
+    # LiteRT refuses person_detect's scales: no oracle, and said so — not "fail"
+    person = tvm.loc["person_detect"]
+    assert person["Validation"] == "no reference" and "quantized_dimension" in person["Validation Detail"]
+    for model in tvm.index:  # and tvmaot computes what TFLM's reference kernels compute
+        ours, theirs = outputs(tflm_home, int(tvm.loc[model, "Run"])), outputs(tflm_home, int(tflm.loc[model, "Run"]))
+        assert all(np.array_equal(a, b) for a, b in zip(ours, theirs, strict=True)), model
+
+
+def test_litert_crashing_on_a_model_costs_only_its_reference(tflm_home, mlonmcu, tmp_path):
+    """LiteRT's reference SVDF kernel corrupts its heap on this valid model: in-process it took
+    the whole session down."""
+    from mlonmcu.errors import ModelError
+    from mlonmcu.models.reference import reference_outputs
+
+    model = tflm_model(tflm_home, "keyword_scrambled_8bit", tmp_path)
+    with pytest.raises(ModelError, match=r"LiteRT's reference kernels crashed on keyword_scrambled_8bit\.tflite \(SIG"):
+        reference_outputs(model, [[np.zeros((1, 96), np.int16)]])
+    code, output = mlonmcu(
+        "flow", "run", model, "kws_dscnn", "-b", "tvmaot", "-t", "spike", "-f", "validate", "-H", tflm_home
+    )
+    assert code == 1, output  # the SVDF model fails at BUILD; the session goes on
+    frame = report(tflm_home).set_index("Model")
+    assert "SVDF" in frame.loc["keyword_scrambled_8bit", "Reason"]
+    assert frame.loc["kws_dscnn", "Validation"] == "pass"

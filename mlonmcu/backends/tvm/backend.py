@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from mlonmcu.backends.backend import Backend
 from mlonmcu.backends.tvm.codegen import lower_kernels
 from mlonmcu.backends.tvm.emitter import SOURCES, AotEmitter
 from mlonmcu.backends.tvm.importer import first_line, import_tflite
+from mlonmcu.backends.tvm.integer.direct import NotCovered, build_direct
 from mlonmcu.backends.tvm.integer.lowering import is_quantized, lower_integer
 from mlonmcu.backends.tvm.integer.patterns import Schedule
 from mlonmcu.backends.tvm.kernel_info import kernel_info
@@ -19,6 +21,9 @@ from mlonmcu.backends.tvm.schedule import schedule_for_mcu
 from mlonmcu.config import Option
 from mlonmcu.contracts import BuildResult, ModelInfo, encode
 from mlonmcu.errors import StageError
+from mlonmcu.models.tflite_graph import TfliteGraph, read_graph
+
+logger = logging.getLogger("mlonmcu.tvmaot")
 
 
 class TvmAotBackend(Backend):
@@ -40,6 +45,14 @@ class TvmAotBackend(Backend):
             "FULLY_CONNECTED rounding: litert = LiteRT reference kernels (double), tflm = TFLite Micro (fixed point)",
             choices=("litert", "tflm"),
         ),
+        Option(
+            "importer",
+            str,
+            "auto",
+            "int8 models: direct = integer kernels built from the flatbuffer; relax = TVM's importer, its "
+            "dequantize→float→quantize chains matched; auto = direct when it covers every operator, else relax",
+            choices=("auto", "direct", "relax"),
+        ),
         Option("conv_block", int, 4, "integer conv: output channels per register block", min=1, max=16),
         Option("conv_pixels", int, 2, "integer conv: output pixels per register block", choices=(1, 2)),
         Option("depthwise_block", int, 8, "integer depthwise conv: channels per register block", min=1, max=32),
@@ -53,15 +66,9 @@ class TvmAotBackend(Backend):
         from tvm import tirx
 
         target = tvm.target.Target({"kind": "c"})
-        mod = import_tflite(model_path)
         float_ops = ""
         try:
-            if is_quantized(mod):
-                if self.opt("quant") == "integer":
-                    mod, report = lower_integer(mod, self.schedule())
-                    float_ops = report.float_summary() or "none"
-                else:
-                    float_ops = "all (qdq)"
+            mod, float_ops, importer = self._import(model_path)
             lowered = lower_relax(mod, target)
             prims = {gv.name_hint: func for gv, func in lowered.functions.items() if isinstance(func, tirx.PrimFunc)}
             infos = {name: kernel_info(name, func) for name, func in prims.items()}
@@ -75,7 +82,7 @@ class TvmAotBackend(Backend):
         facts = AotEmitter(info_name(model_path), plan, source).emit(out)
         log.parent.mkdir(parents=True, exist_ok=True)
         kernels = tuple(infos[call.kernel] for call in plan.calls)
-        log.write_text(json.dumps({"kernels": encode(kernels), **facts}, indent=1) + "\n")
+        log.write_text(json.dumps({"importer": importer, "kernels": encode(kernels), **facts}, indent=1) + "\n")
         return BuildResult(
             model=info_name(model_path),
             backend=self.name,
@@ -88,6 +95,34 @@ class TvmAotBackend(Backend):
             # loads and spill (measured: 2× the instructions of a depthwise layer on rv32)
             compile_flags=("-fno-schedule-insns",),
         )
+
+    def _import(self, path: Path, graph: TfliteGraph | None = None) -> tuple[Any, str, str]:
+        """The Relax module, its `Float Ops` and which importer made it (for the build log)."""
+        choice = self.opt("importer")
+        importer = "relax"
+        if self.opt("quant") == "integer" and choice != "relax":
+            graph = graph or read_graph(path)
+            if _int8(graph):
+                try:
+                    mod, report = build_direct(graph, self.schedule())
+                    return mod, report.float_summary() or "none", "direct"
+                except NotCovered as err:
+                    if choice == "direct":
+                        raise StageError(
+                            f"tvmaot.importer=direct has no integer kernel for {path.name}: {err}; "
+                            "tvmaot.importer=relax uses TVM's importer (unmatched operators stay float)"
+                        ) from None
+                    logger.warning(
+                        "%s: %s not covered by the direct integer path: TVM's importer instead", path.name, err
+                    )
+                    importer = f"relax (direct: {err})"
+        mod = import_tflite(path)
+        if not is_quantized(mod):
+            return mod, "", importer
+        if self.opt("quant") != "integer":
+            return mod, "all (qdq)", importer
+        mod, report = lower_integer(mod, self.schedule())
+        return mod, report.float_summary() or "none", importer
 
     def schedule(self) -> Schedule:
         return Schedule(
@@ -105,6 +140,10 @@ class TvmAotBackend(Backend):
         want = [(t.dtype, t.nbytes) for t in info.inputs], [(t.dtype, t.nbytes) for t in info.outputs]
         if got != want:
             raise StageError(f"tvmaot: generated I/O {got} does not match the model's {want}")
+
+
+def _int8(graph: TfliteGraph) -> bool:
+    return any(t.dtype == "int8" and t.quantized for t in graph.tensors)
 
 
 def info_name(path: Path) -> str:

@@ -87,6 +87,115 @@ def _quad(values: Any) -> tuple[int, int, int, int]:
     return a, b, c, d
 
 
+@dataclass(frozen=True)
+class ConvGeometry:
+    strides: tuple[int, int]
+    dilation: tuple[int, int]
+    padding: tuple[int, int, int, int]  # top, left, bottom, right
+
+
+def conv_lowering(
+    name: str,
+    x: Quantized,
+    in_shape: tuple[int, int, int, int],
+    hwio: np.ndarray,
+    scales: np.ndarray,
+    bias: np.ndarray,
+    out: Output,
+    shape: tuple[int, int, int, int],
+    geometry: ConvGeometry,
+    schedule: Schedule,
+) -> Lowered:
+    """CONV_2D (weights [KH, KW, I, O]) or DEPTHWISE_CONV_2D with multiplier 1 (weights [KH, KW, C])
+    as a register-blocked kernel and its packed constant operands."""
+    depthwise = hwio.ndim == 3
+    channels = shape[3]
+    scales = np.asarray(scales, dtype=np.float32).reshape(-1)
+    if scales.size == 1:
+        scales = np.repeat(scales, channels)
+    table = requant_table(per_channel_multipliers(x.scalar_scale, scales, out.scale), out.zero_point)
+    if depthwise:
+        block, pixels = schedule.depthwise_block, schedule.depthwise_pixels
+    elif in_shape[3] <= conv.SMALL_CHANNELS:
+        block, pixels = schedule.few_channels_block, schedule.few_channels_pixels
+    else:
+        block, pixels = schedule.conv_block, schedule.conv_pixels
+    spec = conv.ConvSpec(
+        name=name,
+        input_shape=in_shape,
+        output_shape=shape,
+        kernel=(int(hwio.shape[0]), int(hwio.shape[1])),
+        strides=geometry.strides,
+        dilation=geometry.dilation,
+        padding=geometry.padding,
+        depthwise=depthwise,
+        input_offset=-x.scalar_zero_point,
+        output_offset=out.zero_point,
+        act_min=out.act_min,
+        act_max=out.act_max,
+        block=block,
+        pixels=pixels,
+        requant=table,
+    )
+    block = spec.block
+    if depthwise:
+        weights_arg = conv.pack_depthwise_weights(hwio, block)
+        folded = conv.interior_bias(bias, hwio, spec.input_offset, channel_axis=2)
+    else:
+        weights_arg = conv.pack_conv_weights(hwio, block)
+        folded = conv.interior_bias(bias, hwio, spec.input_offset, channel_axis=3)
+    args = [
+        x.value,
+        weights_arg,
+        conv.pack_channels(bias, block),
+        conv.pack_channels(folded, block),
+        table.values if table.uniform else conv.pack_channels(table.values, block),
+    ]
+    op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    return Lowered(None, op, conv.conv_kernel(spec), args, shape)
+
+
+def dense_lowering(
+    name: str,
+    x: Quantized,
+    in_shape: tuple[int, ...],
+    weights_oi: np.ndarray,
+    scales: np.ndarray,
+    bias: np.ndarray,
+    out: Output,
+    shape: tuple[int, ...],
+    schedule: Schedule,
+) -> Lowered:
+    """FULLY_CONNECTED over the last axis (weights [O, I]; leading axes are batches)."""
+    outputs = weights_oi.shape[0]
+    scales = np.asarray(scales, dtype=np.float32).reshape(-1)
+    per_tensor = scales.size == 1
+    if per_tensor:
+        scales = np.repeat(scales, outputs)
+    quant = dense_requantization(x.scalar_scale, scales, out.scale, per_tensor, schedule.fc_requant)
+    uniform = bool(np.all(quant == quant[:1]))
+    spec = dense.DenseSpec(
+        name=name,
+        input_shape=tuple(in_shape),
+        output_shape=tuple(shape),
+        input_offset=-x.scalar_zero_point,
+        output_offset=out.zero_point,
+        act_min=out.act_min,
+        act_max=out.act_max,
+        block=schedule.dense_block,
+        requant=schedule.fc_requant,
+        uniform_quant=uniform,
+    )
+    packed = dense.pack_dense_weights(np.ascontiguousarray(weights_oi), spec.block)
+    args = [
+        x.value,
+        packed.reshape(-1, spec.inputs, spec.block),
+        conv.pack_channels(bias, spec.block),
+        quant[:1] if uniform else conv.pack_channels(quant, spec.block),
+    ]
+    return Lowered(None, "FULLY_CONNECTED", dense.dense_kernel(spec), args, shape)
+
+
 class Matcher:
     def __init__(self, graph: Graph, schedule: Schedule | None = None):
         self.graph = graph
@@ -207,53 +316,12 @@ class Matcher:
             depthwise, hwio = True, data[:, :, :, 0]  # [KH, KW, C]
         else:
             return None
-        channels = shape[3]
-        if scales.size == 1:
-            scales = np.repeat(scales, channels)
-        kernel = (int(hwio.shape[0]), int(hwio.shape[1]))
         padding = tuple(int(p) for p in attrs.padding)
-        table = requant_table(per_channel_multipliers(x.scalar_scale, scales, out.scale), out.zero_point)
-        sched = self.schedule
-        if depthwise:
-            block, pixels = sched.depthwise_block, sched.depthwise_pixels
-        elif in_shape[3] <= conv.SMALL_CHANNELS:
-            block, pixels = sched.few_channels_block, sched.few_channels_pixels
-        else:
-            block, pixels = sched.conv_block, sched.conv_pixels
-        spec = conv.ConvSpec(
-            name=self.name("depthwise_conv2d" if depthwise else "conv2d"),
-            input_shape=_quad(in_shape),
-            output_shape=_quad(shape),
-            kernel=kernel,
-            strides=_pair(attrs.strides),
-            dilation=_pair(attrs.dilation),
-            padding=(padding[0], padding[1], padding[2], padding[3]),
-            depthwise=depthwise,
-            input_offset=-x.scalar_zero_point,
-            output_offset=out.zero_point,
-            act_min=out.act_min,
-            act_max=out.act_max,
-            block=block,
-            pixels=pixels,
-            requant=table,
+        geometry = ConvGeometry(
+            _pair(attrs.strides), _pair(attrs.dilation), (padding[0], padding[1], padding[2], padding[3])
         )
-        block = spec.block
-        if depthwise:
-            weights_arg = conv.pack_depthwise_weights(hwio, block)
-            folded = conv.interior_bias(bias, hwio, spec.input_offset, channel_axis=2)
-        else:
-            weights_arg = conv.pack_conv_weights(hwio, block)
-            folded = conv.interior_bias(bias, hwio, spec.input_offset, channel_axis=3)
-        args = [
-            x.value,
-            weights_arg,
-            conv.pack_channels(bias, block),
-            conv.pack_channels(folded, block),
-            table.values if table.uniform else conv.pack_channels(table.values, block),
-        ]
-        kernel_func = conv.conv_kernel(spec)
-        op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
-        return Lowered(None, op, kernel_func, args, shape)
+        name = self.name("depthwise_conv2d" if depthwise else "conv2d")
+        return conv_lowering(name, x, _quad(in_shape), hwio, scales, bias, out, _quad(shape), geometry, self.schedule)
 
     def _dense(self, call: Any, bias: np.ndarray, out: Output, shape: tuple[int, ...]) -> Lowered | None:
         x = self.graph.dequantized(call.args[0])
@@ -264,32 +332,10 @@ class Matcher:
         in_shape = tensor_type(x.value)[0]
         if data.ndim != 2 or data.shape[0] != in_shape[-1] or shape[:-1] != in_shape[:-1]:
             return None
-        outputs = data.shape[1]
-        per_tensor = scales.size == 1
-        if per_tensor:
-            scales = np.repeat(scales, outputs)
-        quant = dense_requantization(x.scalar_scale, scales, out.scale, per_tensor, self.schedule.fc_requant)
-        uniform = bool(np.all(quant == quant[:1]))
-        spec = dense.DenseSpec(
-            name=self.name("fully_connected"),
-            input_shape=tuple(in_shape),
-            output_shape=tuple(shape),
-            input_offset=-x.scalar_zero_point,
-            output_offset=out.zero_point,
-            act_min=out.act_min,
-            act_max=out.act_max,
-            block=self.schedule.dense_block,
-            requant=self.schedule.fc_requant,
-            uniform_quant=uniform,
+        name = self.name("fully_connected")
+        return dense_lowering(
+            name, x, tuple(in_shape), np.ascontiguousarray(data.T), scales, bias, out, shape, self.schedule
         )
-        packed = dense.pack_dense_weights(np.ascontiguousarray(data.T), spec.block)
-        args = [
-            x.value,
-            packed.reshape(-1, spec.inputs, spec.block),
-            conv.pack_channels(bias, spec.block),
-            quant[:1] if uniform else conv.pack_channels(quant, spec.block),
-        ]
-        return Lowered(None, "FULLY_CONNECTED", dense.dense_kernel(spec), args, shape)
 
     # -- elementwise and reductions --------------------------------------------------------------
 

@@ -1,0 +1,372 @@
+"""int8 TFLite → Relax `main` of integer kernels, read from the flatbuffer itself.
+
+TVM's TFLite importer turns every int8 operator into dequantize → float → quantize and has bugs
+of its own (per-channel `quantized_dimension` 3, FULLY_CONNECTED over a 4-D input, ...). Here
+each operator becomes its integer kernel directly from what TFLite's kernels read: the tensors'
+scales and zero points, the constant buffers and the builtin options. Layout-only operators
+(RESHAPE, SQUEEZE, EXPAND_DIMS) are Relax reshapes, MAX_POOL_2D Relax's int8 max pool. An
+operator this path does not cover raises `NotCovered` naming it (and why), never an
+approximation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mlonmcu.backends.tvm.integer import elementwise, pooling, softmax
+from mlonmcu.backends.tvm.integer.fixedpoint import round_half_away
+from mlonmcu.backends.tvm.integer.graph import Quantized
+from mlonmcu.backends.tvm.integer.lowering import LoweringReport
+from mlonmcu.backends.tvm.integer.patterns import (
+    INT8_MAX,
+    INT8_MIN,
+    ConvGeometry,
+    Lowered,
+    Output,
+    Schedule,
+    conv_lowering,
+    dense_lowering,
+)
+from mlonmcu.models.tflite_graph import Operator, Tensor, TfliteGraph
+
+# TFLite ActivationFunctionType → the float range it clamps to (None: unbounded)
+_ACTIVATIONS: dict[int, tuple[float | None, float | None]] = {
+    0: (None, None),
+    1: (0.0, None),
+    2: (-1.0, 1.0),
+    3: (0.0, 6.0),
+}
+_ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
+_SAME, _VALID = 0, 1
+_RESHAPES = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+
+
+class NotCovered(Exception):
+    """An operator (or an operator's parameters) the direct integer path has no kernel for."""
+
+    def __init__(self, op: Operator, why: str = ""):
+        super().__init__(f"{op.op} (operator {op.index}){': ' + why if why else ''}")
+        self.op = op.op
+
+
+def _quantize_value(value: float, tensor: Tensor) -> int:
+    """TFLite's Quantize of one float: zero point + round(value / scale), in float32."""
+    return tensor.scalar_zero_point + round_half_away(float(np.float32(value) / np.float32(tensor.scalar_scale)))
+
+
+def output_of(op: Operator, tensor: Tensor) -> Output:
+    """The output quantization and the int8 range its fused activation clamps to."""
+    code = int(op.options.get("FusedActivationFunction", 0))
+    if code not in _ACTIVATIONS:
+        raise NotCovered(op, f"fused activation {_ACTIVATION_NAMES.get(code, code)}")
+    low, high = _ACTIVATIONS[code]
+    act_min = INT8_MIN if low is None else max(INT8_MIN, _quantize_value(low, tensor))
+    act_max = INT8_MAX if high is None else min(INT8_MAX, _quantize_value(high, tensor))
+    return Output(float(np.float32(tensor.scalar_scale)), tensor.scalar_zero_point, act_min, act_max)
+
+
+def same_padding(size: int, kernel: int, stride: int, dilation: int, out: int) -> tuple[int, int]:
+    """TFLite's SAME padding: the total split with the extra row or column after."""
+    effective = (kernel - 1) * dilation + 1
+    total = max((out - 1) * stride + effective - size, 0)
+    return total // 2, total - total // 2
+
+
+def _quad(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    a, b, c, d = shape
+    return a, b, c, d
+
+
+class DirectBuilder:
+    """Emits one Relax binding per operator into `main`, in the flatbuffer's order."""
+
+    def __init__(self, graph: TfliteGraph, schedule: Schedule | None = None):
+        self.graph = graph
+        self.schedule = schedule or Schedule()
+        self.values: dict[int, Any] = {}  # tensor index → Relax expression
+        self.report = LoweringReport()
+        self.count = 0
+        self.handlers: dict[str, Callable[[Operator], Any]] = {
+            "CONV_2D": self._conv,
+            "DEPTHWISE_CONV_2D": self._conv,
+            "FULLY_CONNECTED": self._dense,
+            "ADD": self._add,
+            "AVERAGE_POOL_2D": self._average_pool,
+            "MAX_POOL_2D": self._max_pool,
+            "MEAN": self._mean,
+            "SOFTMAX": self._softmax,
+            "CONCATENATION": self._concat,
+            "QUANTIZE": self._requantize,
+            **dict.fromkeys(_RESHAPES, self._reshape),
+        }
+
+    # -- checks ----------------------------------------------------------------------------------
+
+    def uncovered(self) -> list[str]:
+        """The operators of the model with no handler at all (parameters are checked while building)."""
+        return sorted({op.op for op in self.graph.operators if op.op not in self.handlers})
+
+    def _int8(self, op: Operator, tensor: Tensor | None, what: str) -> Tensor:
+        if tensor is None:
+            raise NotCovered(op, f"no {what}")
+        if tensor.dtype != "int8" or not tensor.quantized:
+            raise NotCovered(
+                op, f"{what} '{tensor.name}' is {tensor.dtype}{'' if tensor.quantized else ' (not quantized)'}"
+            )
+        return tensor
+
+    def _activation(self, op: Operator, position: int) -> tuple[Tensor, Quantized]:
+        tensor = self._int8(op, self.graph.input(op, position), f"input {position}")
+        if tensor.data is not None:
+            raise NotCovered(op, f"constant input {position}")
+        if not tensor.per_tensor:
+            raise NotCovered(op, f"per-channel quantized activation '{tensor.name}'")
+        value = self.values[tensor.index]
+        return tensor, Quantized(value, tensor.scale, tensor.zero_point.astype(np.int32), tensor.axis)
+
+    def name(self, op: str) -> str:
+        self.count += 1
+        return f"int8_{op}_{self.count}"
+
+    # -- building --------------------------------------------------------------------------------
+
+    def build(self) -> tuple[Any, LoweringReport]:
+        from tvm import relax
+
+        missing = self.uncovered()
+        if missing:
+            first = next(op for op in self.graph.operators if op.op in missing)
+            raise NotCovered(
+                first, "no integer kernel" + (f" (also {', '.join(missing[1:])})" if len(missing) > 1 else "")
+            )
+        params = []
+        for index in self.graph.inputs:
+            tensor = self.graph.tensors[index]
+            var = relax.Var(tensor.name, relax.TensorType(shape=tensor.shape, dtype=tensor.dtype))
+            self.values[index] = var
+            params.append(var)
+        self.builder = relax.BlockBuilder()
+        with self.builder.function("main", params=params):
+            with self.builder.dataflow():
+                for op in self.graph.operators:
+                    result = self.handlers[op.op](op)
+                    self.values[op.outputs[0]] = self.builder.emit(result)
+                outputs = [self._value(i) for i in self.graph.outputs]
+                output = self.builder.emit_output(outputs[0] if len(outputs) == 1 else relax.Tuple(outputs))
+            self.builder.emit_func_output(output)
+        return self.builder.get(), self.report
+
+    def _value(self, index: int) -> Any:
+        if index not in self.values:
+            raise NotCovered(Operator(-1, "OUTPUT", (), ()), f"model output {index} is not computed by any operator")
+        return self.values[index]
+
+    def _call(self, lowered: Lowered) -> Any:
+        from tvm import relax
+
+        gvar = self.builder.add_func(lowered.kernel, str(lowered.kernel.attrs["global_symbol"]))
+        args = [relax.const(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in lowered.args]
+        self.report.lowered[lowered.op] += 1
+        return relax.call_tir(gvar, relax.Tuple(args), relax.TensorType(lowered.shape, "int8"))
+
+    # -- operators -------------------------------------------------------------------------------
+
+    def _conv(self, op: Operator) -> Any:
+        x_tensor, x = self._activation(op, 0)
+        weights = self._int8(op, self.graph.input(op, 1), "filter")
+        if weights.data is None:
+            raise NotCovered(op, "a filter that is not constant")
+        if np.any(weights.zero_point != 0):
+            raise NotCovered(op, "a filter with non-zero zero points")
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        out = output_of(op, out_tensor)
+        bias_tensor = self.graph.input(op, 2)
+        channels = out_tensor.shape[3]
+        bias = np.zeros(channels, np.int32) if bias_tensor is None else bias_tensor.data
+        if bias is None or bias.dtype != np.int32:
+            raise NotCovered(op, "a bias that is not constant int32")
+        opts = op.options
+        strides = (int(opts["StrideH"]), int(opts["StrideW"]))
+        dilation = (int(opts.get("DilationHFactor", 1)), int(opts.get("DilationWFactor", 1)))
+        in_shape, shape = _quad(x_tensor.shape), _quad(out_tensor.shape)
+        if op.op == "CONV_2D":
+            if weights.shape[3] != in_shape[3]:
+                raise NotCovered(op, "grouped convolution")
+            hwio = np.transpose(weights.data, (1, 2, 3, 0))  # [O, KH, KW, I] → [KH, KW, I, O]
+        elif in_shape[3] == 1:  # one input channel: each multiplier is an output channel of a conv
+            hwio = np.transpose(weights.data, (1, 2, 0, 3))  # [1, KH, KW, M] → [KH, KW, 1, M]
+        elif int(opts.get("DepthMultiplier", 1)) == 1 and weights.shape[3] == in_shape[3]:
+            hwio = weights.data[0]  # [KH, KW, C]
+        else:
+            raise NotCovered(op, f"depth multiplier {opts.get('DepthMultiplier')} on {in_shape[3]} input channels")
+        kernel_h, kernel_w = int(hwio.shape[0]), int(hwio.shape[1])
+        if int(opts["Padding"]) == _SAME:
+            top, bottom = same_padding(in_shape[1], kernel_h, strides[0], dilation[0], shape[1])
+            left, right = same_padding(in_shape[2], kernel_w, strides[1], dilation[1], shape[2])
+        else:
+            top = bottom = left = right = 0
+        geometry = ConvGeometry(strides, dilation, (top, left, bottom, right))
+        name = self.name("conv2d" if hwio.ndim == 4 else "depthwise_conv2d")
+        scales = weights.scale
+        return self._call(
+            conv_lowering(name, x, in_shape, hwio, scales, bias.reshape(-1), out, shape, geometry, self.schedule)
+        )
+
+    def _dense(self, op: Operator) -> Any:
+        from tvm import relax
+
+        x_tensor, x = self._activation(op, 0)
+        weights = self._int8(op, self.graph.input(op, 1), "weights")
+        if weights.data is None or weights.data.ndim != 2:
+            raise NotCovered(op, "weights that are not a constant matrix")
+        if np.any(weights.zero_point != 0):
+            raise NotCovered(op, "weights with non-zero zero points")
+        if int(op.options.get("WeightsFormat", 0)) != 0:
+            raise NotCovered(op, "shuffled weights")
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        out = output_of(op, out_tensor)
+        outputs, inputs = weights.data.shape
+        bias_tensor = self.graph.input(op, 2)
+        bias = np.zeros(outputs, np.int32) if bias_tensor is None else bias_tensor.data
+        if bias is None or bias.dtype != np.int32:
+            raise NotCovered(op, "a bias that is not constant int32")
+        size = int(np.prod(x_tensor.shape))
+        if size % inputs:
+            raise NotCovered(op, f"input of {size} values is not a multiple of {inputs}")
+        flat: tuple[int, ...] = (size // inputs, inputs)  # TFLite flattens any input to [-1, inputs]
+        if x_tensor.shape[-1:] == (inputs,) and out_tensor.shape == (*x_tensor.shape[:-1], outputs):
+            flat = x_tensor.shape  # keep_num_dims: the leading axes are the batches as they are
+        elif x_tensor.shape != flat:
+            x = Quantized(self.builder.emit(relax.op.reshape(x.value, flat)), x.scale, x.zero_point, x.axis)
+        result_shape = (*flat[:-1], outputs)
+        lowered = dense_lowering(
+            self.name("fully_connected"),
+            x,
+            flat,
+            weights.data,
+            weights.scale,
+            bias.reshape(-1),
+            out,
+            result_shape,
+            self.schedule,
+        )
+        result = self._call(lowered)
+        if out_tensor.shape != result_shape:  # keep_num_dims, or a batch of one written as [O]
+            return relax.op.reshape(self.builder.emit(result), out_tensor.shape)
+        return result
+
+    def _add(self, op: Operator) -> Any:
+        a_tensor, a = self._activation(op, 0)
+        b_tensor, b = self._activation(op, 1)
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        if not a_tensor.shape == b_tensor.shape == out_tensor.shape:
+            raise NotCovered(op, f"broadcasting {a_tensor.shape} + {b_tensor.shape}")
+        out = output_of(op, out_tensor)
+        kernel = elementwise.add_kernel(self.name("add"), out_tensor.shape, a, b, out)
+        return self._call(Lowered(None, "ADD", kernel, [a.value, b.value], out_tensor.shape))
+
+    def _pool_geometry(self, op: Operator, in_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[Any, ...]:
+        opts = op.options
+        pool = (int(opts["FilterHeight"]), int(opts["FilterWidth"]))
+        strides = (int(opts["StrideH"]), int(opts["StrideW"]))
+        if int(opts["Padding"]) == _SAME:
+            top, bottom = same_padding(in_shape[1], pool[0], strides[0], 1, shape[1])
+            left, right = same_padding(in_shape[2], pool[1], strides[1], 1, shape[2])
+        else:
+            top = bottom = left = right = 0
+        return pool, strides, (top, left, bottom, right)
+
+    def _same_quantization(self, op: Operator, x: Tensor, out_tensor: Tensor) -> None:
+        if (x.scalar_scale, x.scalar_zero_point) != (out_tensor.scalar_scale, out_tensor.scalar_zero_point):
+            raise NotCovered(op, "input and output quantized differently")
+        out = output_of(op, out_tensor)
+        if (out.act_min, out.act_max) != (INT8_MIN, INT8_MAX):
+            raise NotCovered(op, "a fused activation")
+
+    def _average_pool(self, op: Operator) -> Any:
+        x_tensor, x = self._activation(op, 0)
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        self._same_quantization(op, x_tensor, out_tensor)
+        pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
+        kernel = pooling.average_pool_kernel(
+            self.name("average_pool2d"), x_tensor.shape, out_tensor.shape, pool, strides, padding
+        )
+        return self._call(Lowered(None, "AVERAGE_POOL_2D", kernel, [x.value], out_tensor.shape))
+
+    def _max_pool(self, op: Operator) -> Any:
+        from tvm import relax
+
+        x_tensor, x = self._activation(op, 0)
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        self._same_quantization(op, x_tensor, out_tensor)
+        pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
+        self.report.lowered[op.op] += 1
+        return relax.op.nn.max_pool2d(x.value, pool, strides, padding=padding, layout="NHWC")
+
+    def _mean(self, op: Operator) -> Any:
+        x_tensor, x = self._activation(op, 0)
+        axes_tensor = self.graph.input(op, 1)
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        if axes_tensor is None or axes_tensor.data is None:
+            raise NotCovered(op, "axes that are not constant")
+        axes = sorted(int(a) % len(x_tensor.shape) for a in axes_tensor.data.reshape(-1))
+        if len(x_tensor.shape) != 4 or axes != [1, 2]:
+            raise NotCovered(op, f"axes {axes} of a {len(x_tensor.shape)}-D input (H and W of NHWC only)")
+        out = output_of(op, out_tensor)
+        kernel = pooling.mean_kernel(self.name("mean"), x_tensor.shape, out_tensor.shape, x, out)
+        if kernel is None:
+            raise NotCovered(op, "these scales")
+        return self._call(Lowered(None, "MEAN", kernel, [x.value], out_tensor.shape))
+
+    def _softmax(self, op: Operator) -> Any:
+        _, x = self._activation(op, 0)
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        if float(op.options.get("Beta", 1.0)) != 1.0:
+            raise NotCovered(op, f"beta {op.options.get('Beta')}")
+        out = output_of(op, out_tensor)
+        kernel = softmax.softmax_kernel(self.name("softmax"), out_tensor.shape, x, out)
+        if kernel is None:
+            raise NotCovered(op, "an output quantization other than scale 1/256, zero point -128")
+        return self._call(Lowered(None, "SOFTMAX", kernel, [x.value], out_tensor.shape))
+
+    def _concat(self, op: Operator) -> Any:
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        out = output_of(op, out_tensor)
+        parts = [self._activation(op, i) for i in range(len(op.inputs))]
+        for tensor, _ in parts:
+            if (tensor.scalar_scale, tensor.scalar_zero_point) != (
+                out_tensor.scalar_scale,
+                out_tensor.scalar_zero_point,
+            ):
+                raise NotCovered(op, "inputs quantized unlike the output (TFLite rescales them)")
+        if (out.act_min, out.act_max) != (INT8_MIN, INT8_MAX):
+            raise NotCovered(op, "a fused activation")
+        axis = int(op.options.get("Axis", 0)) % len(out_tensor.shape)
+        shapes = [tensor.shape for tensor, _ in parts]
+        kernel = elementwise.concat_kernel(self.name("concatenation"), shapes, out_tensor.shape, axis)
+        return self._call(Lowered(None, "CONCATENATION", kernel, [q.value for _, q in parts], out_tensor.shape))
+
+    def _requantize(self, op: Operator) -> Any:
+        _, x = self._activation(op, 0)
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        out = output_of(op, out_tensor)
+        kernel = elementwise.requantize_kernel(self.name("requantize"), out_tensor.shape, x, out)
+        return self._call(Lowered(None, "QUANTIZE", kernel, [x.value], out_tensor.shape))
+
+    def _reshape(self, op: Operator) -> Any:
+        from tvm import relax
+
+        x = self.graph.input(op, 0)
+        out_tensor = self.graph.output(op)
+        if x is None or x.index not in self.values:
+            raise NotCovered(op, "a constant input")
+        if x.dtype != out_tensor.dtype:
+            raise NotCovered(op, f"{x.dtype} → {out_tensor.dtype}")
+        return relax.op.reshape(self.values[x.index], out_tensor.shape)
+
+
+def build_direct(graph: TfliteGraph, schedule: Schedule | None = None) -> tuple[Any, LoweringReport]:
+    return DirectBuilder(graph, schedule).build()

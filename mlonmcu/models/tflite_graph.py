@@ -1,0 +1,190 @@
+"""The main subgraph of a TFLite flatbuffer as plain data: tensors, operators, options.
+
+Backends that build kernels from the model itself (rather than from an importer's rewrite of
+it) need exactly what TFLite's own kernels read: shapes, types, constant buffers, per-tensor or
+per-channel scales and zero points with their `quantized_dimension`, and each operator's builtin
+options. Reading them here keeps one place that knows the flatbuffer schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlonmcu.errors import ModelError
+
+DTYPES = {
+    0: "float32",
+    1: "float16",
+    2: "int32",
+    3: "uint8",
+    4: "int64",
+    6: "bool",
+    7: "int16",
+    9: "int8",
+    10: "float64",
+    15: "uint32",
+    16: "uint16",
+}
+
+
+def text(value: bytes | None) -> str:
+    """Flatbuffer strings are optional: a missing name, description or custom code is ""."""
+    return value.decode("utf-8", errors="replace") if value else ""
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor:
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    scale: np.ndarray  # float32; empty when not quantized
+    zero_point: np.ndarray  # int64, as long as `scale` (or empty)
+    axis: int  # quantized_dimension: the channel axis of per-channel scales
+    data: np.ndarray | None  # the constant's values (typed and shaped), None for activations
+
+    @property
+    def quantized(self) -> bool:
+        return self.scale.size > 0
+
+    @property
+    def per_tensor(self) -> bool:
+        return self.scale.size == 1
+
+    @property
+    def scalar_scale(self) -> float:
+        return float(self.scale[0])
+
+    @property
+    def scalar_zero_point(self) -> int:
+        return int(self.zero_point[0]) if self.zero_point.size else 0
+
+
+@dataclass(frozen=True)
+class Operator:
+    index: int
+    op: str  # builtin name, e.g. CONV_2D; CUSTOM:<code> for custom operators
+    inputs: tuple[int, ...]  # tensor indices; -1 = an optional input left out
+    outputs: tuple[int, ...]
+    options: dict[str, Any] = field(default_factory=dict)  # builtin options by field name
+
+
+@dataclass
+class TfliteGraph:
+    name: str
+    tensors: list[Tensor]
+    operators: list[Operator]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+    def input(self, op: Operator, position: int) -> Tensor | None:
+        index = op.inputs[position] if position < len(op.inputs) else -1
+        return self.tensors[index] if index >= 0 else None
+
+    def output(self, op: Operator, position: int = 0) -> Tensor:
+        return self.tensors[op.outputs[position]]
+
+
+def op_names() -> dict[int, str]:
+    import tflite
+
+    return {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
+
+
+def _options_classes() -> dict[int, str]:
+    import tflite
+
+    return {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
+
+
+def _options(operator: Any, classes: dict[int, str]) -> dict[str, Any]:
+    """Every scalar or vector field of the operator's builtin options table, by name."""
+    import tflite
+
+    table = operator.BuiltinOptions()
+    name = classes.get(operator.BuiltinOptionsType(), "NONE")
+    if table is None or name == "NONE" or not hasattr(tflite, name):
+        return {}
+    options = getattr(tflite, name)()
+    options.Init(table.Bytes, table.Pos)
+    found: dict[str, Any] = {}
+    for attr in dir(options):
+        if attr.startswith("_") or attr in ("Init",) or attr.startswith("GetRootAs") or "Buffer" in attr:
+            continue
+        if attr.endswith(("Length", "IsNone")):
+            continue
+        method = getattr(options, attr)
+        if not callable(method):
+            continue
+        try:
+            value = method()
+        except TypeError:  # an element accessor (takes an index): the ...AsNumpy twin has it all
+            continue
+        found[attr.removesuffix("AsNumpy")] = value
+    return found
+
+
+def _tensor(model: Any, subgraph: Any, index: int) -> Tensor:
+    tensor = subgraph.Tensors(index)
+    name = text(tensor.Name()) or f"tensor{index}"
+    code = tensor.Type()
+    if code not in DTYPES:
+        raise ModelError(f"tensor '{name}' has unsupported TFLite type {code}")
+    dtype = DTYPES[code]
+    shape = tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength() else ()
+    quant = tensor.Quantization()
+    scale, zero, axis = np.zeros(0, np.float32), np.zeros(0, np.int64), 0
+    if quant is not None and quant.ScaleLength():
+        scale = np.asarray(quant.ScaleAsNumpy(), dtype=np.float32).reshape(-1)
+        zero = (
+            np.asarray(quant.ZeroPointAsNumpy(), dtype=np.int64).reshape(-1)
+            if quant.ZeroPointLength()
+            else np.zeros(scale.size, np.int64)
+        )
+        axis = int(quant.QuantizedDimension())
+    buffer = model.Buffers(tensor.Buffer())
+    data = None
+    if buffer is not None and buffer.DataLength():
+        raw = buffer.DataAsNumpy().tobytes()
+        data = np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape).copy()
+    return Tensor(index, name, shape, dtype, scale, zero, axis, data)
+
+
+def read_graph(path: Path) -> TfliteGraph:
+    """The model's main subgraph. Raises ModelError for what does not parse."""
+    import tflite
+
+    buf = path.read_bytes()
+    try:
+        model = tflite.Model.GetRootAsModel(buf, 0)
+        subgraph = model.Subgraphs(0)
+        names, classes = op_names(), _options_classes()
+        tensors = [_tensor(model, subgraph, i) for i in range(subgraph.TensorsLength())]
+        operators = []
+        for i in range(subgraph.OperatorsLength()):
+            operator = subgraph.Operators(i)
+            code = model.OperatorCodes(operator.OpcodeIndex())
+            builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+            op = names.get(builtin, f"BUILTIN_{builtin}")
+            if op == "CUSTOM":
+                op = f"CUSTOM:{text(code.CustomCode())}"
+            operators.append(
+                Operator(
+                    i,
+                    op,
+                    tuple(int(t) for t in operator.InputsAsNumpy()) if operator.InputsLength() else (),
+                    tuple(int(t) for t in operator.OutputsAsNumpy()) if operator.OutputsLength() else (),
+                    _options(operator, classes),
+                )
+            )
+        inputs = tuple(int(t) for t in subgraph.InputsAsNumpy())
+        outputs = tuple(int(t) for t in subgraph.OutputsAsNumpy())
+    except ModelError:
+        raise
+    except Exception as err:  # the flatbuffer reader raises anything on corrupt data
+        raise ModelError(f"{path.name} is a corrupt TFLite model: {type(err).__name__}: {err}") from None
+    return TfliteGraph(path.stem, tensors, operators, inputs, outputs)

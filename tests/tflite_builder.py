@@ -1,0 +1,167 @@
+"""Write small TFLite flatbuffers (one or a few operators) for operator tests, without TensorFlow.
+
+Uses the flatbuffer builders of the `tflite` package. A model is a list of tensors (shape, type,
+quantization, optional constant data) and operators (builtin name, input/output tensor indices,
+builtin options by field name as the schema spells them, e.g. {"StrideH": 2}).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import flatbuffers
+import numpy as np
+import tflite
+
+TYPES = {"float32": 0, "int32": 2, "uint8": 3, "int64": 4, "int16": 7, "int8": 9}
+
+
+@dataclass
+class Tensor:
+    shape: tuple[int, ...]
+    dtype: str = "int8"
+    scale: list[float] | None = None
+    zero_point: list[int] | None = None
+    axis: int = 0
+    data: np.ndarray | None = None
+    name: str = ""
+
+
+@dataclass
+class Op:
+    op: str  # builtin name, e.g. "CONV_2D"
+    inputs: list[int]
+    outputs: list[int]
+    options: dict[str, Any] = field(default_factory=dict)
+    options_type: str = ""  # e.g. "Conv2DOptions"; "" = no options table
+
+
+def q(shape: tuple[int, ...], scale: float, zero_point: int, dtype: str = "int8", **kw: Any) -> Tensor:
+    """A per-tensor quantized activation."""
+    return Tensor(tuple(shape), dtype, [scale], [zero_point], **kw)
+
+
+def const(data: np.ndarray, scale: list[float] | float | None = None, zero_point: Any = None, axis: int = 0) -> Tensor:
+    """A constant (weights, bias, axes, shapes); scales per channel when given a list."""
+    dtype = str(data.dtype)
+    if scale is None:
+        return Tensor(tuple(data.shape), dtype, data=data)
+    scales = list(np.atleast_1d(np.asarray(scale, dtype=np.float64)))
+    zeros = list(np.atleast_1d(np.asarray(zero_point if zero_point is not None else [0] * len(scales))))
+    return Tensor(tuple(data.shape), dtype, scales, [int(z) for z in zeros], axis, data)
+
+
+def _vector(b: flatbuffers.Builder, values: list[Any], kind: str) -> int:
+    sizes = {"int32": 4, "float32": 4, "int64": 8, "uint8": 1, "offset": 4}
+    alignment = 16 if kind == "uint8" else sizes[kind]
+    b.StartVector(sizes[kind], len(values), alignment)
+    for value in reversed(values):
+        {
+            "int32": b.PrependInt32,
+            "float32": b.PrependFloat32,
+            "int64": b.PrependInt64,
+            "uint8": b.PrependUint8,
+            "offset": b.PrependUOffsetTRelative,
+        }[kind](value)
+    return b.EndVector()
+
+
+def _options(b: flatbuffers.Builder, kind: str, options: dict[str, Any]) -> int:
+    vectors = {k: _vector(b, [int(x) for x in v], "int32") for k, v in options.items() if isinstance(v, list | tuple)}
+    getattr(tflite, f"{kind}Start")(b)
+    for key, value in options.items():
+        add = getattr(tflite, f"{kind}Add{key}")
+        add(b, vectors[key] if key in vectors else value)
+    return getattr(tflite, f"{kind}End")(b)
+
+
+def build(tensors: list[Tensor], ops: list[Op], inputs: list[int], outputs: list[int]) -> bytes:
+    b = flatbuffers.Builder(1024)
+    codes = list(dict.fromkeys(op.op for op in ops))
+    # buffers: 0 is the empty sentinel, then one per constant tensor
+    buffer_of: dict[int, int] = {}
+    buffer_offsets = []
+    tflite.BufferStart(b)
+    buffer_offsets.append(tflite.BufferEnd(b))
+    for i, tensor in enumerate(tensors):
+        if tensor.data is not None:
+            raw = np.ascontiguousarray(tensor.data).tobytes()
+            data = _vector(b, list(raw), "uint8")
+            tflite.BufferStart(b)
+            tflite.BufferAddData(b, data)
+            buffer_of[i] = len(buffer_offsets)
+            buffer_offsets.append(tflite.BufferEnd(b))
+    tensor_offsets = []
+    for i, tensor in enumerate(tensors):
+        name = b.CreateString(tensor.name or f"t{i}")
+        shape = _vector(b, list(tensor.shape), "int32")
+        quant = None
+        if tensor.scale is not None:
+            scales = _vector(b, [float(s) for s in tensor.scale], "float32")
+            zeros = _vector(b, [int(z) for z in (tensor.zero_point or [0] * len(tensor.scale))], "int64")
+            tflite.QuantizationParametersStart(b)
+            tflite.QuantizationParametersAddScale(b, scales)
+            tflite.QuantizationParametersAddZeroPoint(b, zeros)
+            tflite.QuantizationParametersAddQuantizedDimension(b, tensor.axis)
+            quant = tflite.QuantizationParametersEnd(b)
+        tflite.TensorStart(b)
+        tflite.TensorAddShape(b, shape)
+        tflite.TensorAddType(b, TYPES[tensor.dtype])
+        tflite.TensorAddBuffer(b, buffer_of.get(i, 0))
+        tflite.TensorAddName(b, name)
+        if quant is not None:
+            tflite.TensorAddQuantization(b, quant)
+        tensor_offsets.append(tflite.TensorEnd(b))
+    op_offsets = []
+    for op in ops:
+        ins, outs = _vector(b, op.inputs, "int32"), _vector(b, op.outputs, "int32")
+        opts = _options(b, op.options_type, op.options) if op.options_type else None
+        tflite.OperatorStart(b)
+        tflite.OperatorAddOpcodeIndex(b, codes.index(op.op))
+        tflite.OperatorAddInputs(b, ins)
+        tflite.OperatorAddOutputs(b, outs)
+        if opts is not None:
+            tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, op.options_type))
+            tflite.OperatorAddBuiltinOptions(b, opts)
+        op_offsets.append(tflite.OperatorEnd(b))
+    code_offsets = []
+    for name in codes:
+        builtin = getattr(tflite.BuiltinOperator, name)
+        tflite.OperatorCodeStart(b)
+        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(builtin, 127))
+        tflite.OperatorCodeAddBuiltinCode(b, builtin)
+        tflite.OperatorCodeAddVersion(b, 1)
+        code_offsets.append(tflite.OperatorCodeEnd(b))
+    tensor_vec = _vector(b, tensor_offsets, "offset")
+    op_vec = _vector(b, op_offsets, "offset")
+    in_vec, out_vec = _vector(b, inputs, "int32"), _vector(b, outputs, "int32")
+    graph_name = b.CreateString("main")
+    tflite.SubGraphStart(b)
+    tflite.SubGraphAddTensors(b, tensor_vec)
+    tflite.SubGraphAddInputs(b, in_vec)
+    tflite.SubGraphAddOutputs(b, out_vec)
+    tflite.SubGraphAddOperators(b, op_vec)
+    tflite.SubGraphAddName(b, graph_name)
+    subgraph = tflite.SubGraphEnd(b)
+    subgraphs = _vector(b, [subgraph], "offset")
+    code_vec = _vector(b, code_offsets, "offset")
+    buffer_vec = _vector(b, buffer_offsets, "offset")
+    description = b.CreateString("mlonmcu operator test")
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddOperatorCodes(b, code_vec)
+    tflite.ModelAddSubgraphs(b, subgraphs)
+    tflite.ModelAddBuffers(b, buffer_vec)
+    tflite.ModelAddDescription(b, description)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def write(directory: Path, name: str, model: bytes) -> Path:
+    """In the mlonmcu-models layout: DIR/NAME/NAME.tflite."""
+    path = directory / name / f"{name}.tflite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(model)
+    return path
