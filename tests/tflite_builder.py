@@ -73,7 +73,7 @@ def _options(b: flatbuffers.Builder, kind: str, options: dict[str, Any]) -> int:
     getattr(tflite, f"{kind}Start")(b)
     for key, value in options.items():
         add = getattr(tflite, f"{kind}Add{key}")
-        add(b, vectors[key] if key in vectors else value)
+        add(b, vectors.get(key, value))
     return getattr(tflite, f"{kind}End")(b)
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mlonmcu.backends.tvm.integer.direct import NotCovered, build_direct, output_of, same_padding
+from mlonmcu.backends.tvm.integer.direct import build_direct, output_of, same_padding
 from mlonmcu.backends.tvm.integer.lowering import lower_integer
+from mlonmcu.backends.tvm.integer.uncovered import NotCovered
 from mlonmcu.models.tflite_graph import Operator, read_graph
 
 BUNDLED = Path(__file__).resolve().parents[2] / "resources" / "models"

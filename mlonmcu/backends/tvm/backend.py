@@ -11,9 +11,10 @@ from mlonmcu.backends.backend import Backend
 from mlonmcu.backends.tvm.codegen import lower_kernels
 from mlonmcu.backends.tvm.emitter import SOURCES, AotEmitter
 from mlonmcu.backends.tvm.importer import first_line, import_tflite
-from mlonmcu.backends.tvm.integer.direct import NotCovered, build_direct
+from mlonmcu.backends.tvm.integer.direct import build_direct
 from mlonmcu.backends.tvm.integer.lowering import is_quantized, lower_integer
 from mlonmcu.backends.tvm.integer.patterns import Schedule
+from mlonmcu.backends.tvm.integer.uncovered import NotCovered
 from mlonmcu.backends.tvm.kernel_info import kernel_info
 from mlonmcu.backends.tvm.pipeline import lower_relax
 from mlonmcu.backends.tvm.plan import read_plan

@@ -11,12 +11,13 @@ approximation.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer import elementwise, pooling, softmax
+from mlonmcu.backends.tvm.integer import elementwise, movement, pooling, softmax
 from mlonmcu.backends.tvm.integer.fixedpoint import round_half_away
 from mlonmcu.backends.tvm.integer.graph import Quantized
 from mlonmcu.backends.tvm.integer.lowering import LoweringReport
@@ -30,7 +31,10 @@ from mlonmcu.backends.tvm.integer.patterns import (
     conv_lowering,
     dense_lowering,
 )
+from mlonmcu.backends.tvm.integer.uncovered import NotCovered
 from mlonmcu.models.tflite_graph import Operator, Tensor, TfliteGraph
+
+__all__ = ["NotCovered", "build_direct"]
 
 # TFLite ActivationFunctionType → the float range it clamps to (None: unbounded)
 _ACTIVATIONS: dict[int, tuple[float | None, float | None]] = {
@@ -42,14 +46,8 @@ _ACTIVATIONS: dict[int, tuple[float | None, float | None]] = {
 _ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 _SAME, _VALID = 0, 1
 _RESHAPES = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
-
-
-class NotCovered(Exception):
-    """An operator (or an operator's parameters) the direct integer path has no kernel for."""
-
-    def __init__(self, op: Operator, why: str = ""):
-        super().__init__(f"{op.op} (operator {op.index}){': ' + why if why else ''}")
-        self.op = op.op
+# standalone activations: TFLite requantizes to the output and clamps to the activation's range
+_RELUS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
 
 
 def _quantize_value(value: float, tensor: Tensor) -> int:
@@ -93,7 +91,11 @@ class DirectBuilder:
             "CONV_2D": self._conv,
             "DEPTHWISE_CONV_2D": self._conv,
             "FULLY_CONNECTED": self._dense,
-            "ADD": self._add,
+            "ADD": self._binary,
+            "SUB": self._binary,
+            "MUL": self._binary,
+            **dict.fromkeys(_RELUS, self._relu),
+            "LEAKY_RELU": self._leaky_relu,
             "AVERAGE_POOL_2D": self._average_pool,
             "MAX_POOL_2D": self._max_pool,
             "MEAN": self._mean,
@@ -101,6 +103,7 @@ class DirectBuilder:
             "CONCATENATION": self._concat,
             "QUANTIZE": self._requantize,
             **dict.fromkeys(_RESHAPES, self._reshape),
+            **{name: functools.partial(handler, self) for name, handler in movement.HANDLERS.items()},
         }
 
     # -- checks ----------------------------------------------------------------------------------
@@ -126,6 +129,14 @@ class DirectBuilder:
             raise NotCovered(op, f"per-channel quantized activation '{tensor.name}'")
         value = self.values[tensor.index]
         return tensor, Quantized(value, tensor.scale, tensor.zero_point.astype(np.int32), tensor.axis)
+
+    def operand(self, tensor: Tensor) -> Any:
+        """A tensor as a Relax value: the activation computed so far, or the constant."""
+        from tvm import relax
+
+        if tensor.data is not None:
+            return relax.const(np.ascontiguousarray(tensor.data))
+        return self.values[tensor.index]
 
     def name(self, op: str) -> str:
         self.count += 1
@@ -153,7 +164,9 @@ class DirectBuilder:
             with self.builder.dataflow():
                 for op in self.graph.operators:
                     result = self.handlers[op.op](op)
-                    self.values[op.outputs[0]] = self.builder.emit(result)
+                    results = result if isinstance(result, list) else [result]
+                    for index, value in zip(op.outputs, results, strict=True):
+                        self.values[index] = self.builder.emit(value)
                 outputs = [self._value(i) for i in self.graph.outputs]
                 output = self.builder.emit_output(outputs[0] if len(outputs) == 1 else relax.Tuple(outputs))
             self.builder.emit_func_output(output)
@@ -258,15 +271,40 @@ class DirectBuilder:
             return relax.op.reshape(self.builder.emit(result), out_tensor.shape)
         return result
 
-    def _add(self, op: Operator) -> Any:
+    def _binary(self, op: Operator) -> Any:
+        """ADD, SUB, MUL with TFLite's broadcasting."""
         a_tensor, a = self._activation(op, 0)
         b_tensor, b = self._activation(op, 1)
         out_tensor = self._int8(op, self.graph.output(op), "output")
-        if not a_tensor.shape == b_tensor.shape == out_tensor.shape:
-            raise NotCovered(op, f"broadcasting {a_tensor.shape} + {b_tensor.shape}")
+        if np.broadcast_shapes(a_tensor.shape, b_tensor.shape) != out_tensor.shape:
+            raise NotCovered(op, f"shapes {a_tensor.shape}, {b_tensor.shape} → {out_tensor.shape}")
         out = output_of(op, out_tensor)
-        kernel = elementwise.add_kernel(self.name("add"), out_tensor.shape, a, b, out)
-        return self._call(Lowered(None, "ADD", kernel, [a.value, b.value], out_tensor.shape))
+        shapes = (a_tensor.shape, b_tensor.shape)
+        name = self.name(op.op.lower())
+        if op.op == "MUL":
+            kernel = elementwise.mul_kernel(name, shapes, out_tensor.shape, a, b, out)
+        else:
+            kernel = elementwise.add_kernel(name, shapes, out_tensor.shape, a, b, out, subtract=op.op == "SUB")
+        return self._call(Lowered(None, op.op, kernel, [a.value, b.value], out_tensor.shape))
+
+    def _relu(self, op: Operator) -> Any:
+        _, x = self._activation(op, 0)
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        low, high = _RELUS[op.op]
+        act_min = max(INT8_MIN, _quantize_value(low, out_tensor))
+        act_max = INT8_MAX if high is None else min(INT8_MAX, _quantize_value(high, out_tensor))
+        out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, act_min, act_max)
+        real = float(np.float32(x.scalar_scale) / np.float32(out.scale))  # float32, as TFLite's Prepare
+        kernel = elementwise.requantize_kernel(self.name(op.op.lower()), out_tensor.shape, x, out, op.op, real)
+        return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
+
+    def _leaky_relu(self, op: Operator) -> Any:
+        _, x = self._activation(op, 0)
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        out = output_of(op, out_tensor)
+        alpha = float(op.options.get("Alpha", 0.2))
+        kernel = elementwise.leaky_relu_kernel(self.name("leaky_relu"), out_tensor.shape, x, out, alpha)
+        return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
 
     def _pool_geometry(self, op: Operator, in_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[Any, ...]:
         opts = op.options

@@ -1,7 +1,10 @@
-"""Integer elementwise kernels: ADD, requantize (int8 QUANTIZE), CONCATENATION (TFLite exact)."""
+"""Integer elementwise kernels: ADD, SUB, MUL (broadcasting), requantize (QUANTIZE, RELU…),
+LEAKY_RELU, CONCATENATION (TFLite exact)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,42 +42,139 @@ def add_params(a: Quantized, b: Quantized, out: Output) -> tuple[tuple[int, int]
     )
 
 
-def add_kernel(name: str, shape: tuple[int, ...], a: Quantized, b: Quantized, out: Output) -> Any:
+def unary_kernel(name: str, op: str, shape: tuple[int, ...], scalar: Callable[[Any], Any]) -> Any:
+    """out[i] = scalar(int32(x[i])) for every element; `scalar` returns the clamped int32 value."""
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
-    (ma, sa), (mb, sb), (mo, so) = add_params(a, b, out)
     size = _flat(shape)
-    with IRBuilder() as ib, prim_func(name, ["ADD"], 0):
-        args = [T.arg(name, T.Buffer(shape, "int8")) for name in ("a", "b", "out")]
-        with root_block():
-            x, y, z = (flat_view(arg, shape) for arg in args)
-            with T.serial(0, size) as i:
-                va = local((i32(x[i]) - a.scalar_zero_point) * (1 << ADD_LEFT_SHIFT), "int32")
-                vb = local((i32(y[i]) - b.scalar_zero_point) * (1 << ADD_LEFT_SHIFT), "int32")
-                total = local(multiply_by_constant(va, ma, sa) + multiply_by_constant(vb, mb, sb), "int32")
-                result = multiply_by_constant(total, mo, so) + out.zero_point
-                store_int8(z, clamp(result, out.act_min, out.act_max), [i])
-    return ib.get()
-
-
-def requantize_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output) -> Any:
-    """TFLite QUANTIZE int8 → int8: (x − zp_in)·(s_in/s_out) in fixed point + zp_out."""
-    from tvm.script.ir_builder import IRBuilder
-    from tvm.script.ir_builder import tirx as T
-
-    identity = q.scalar_scale == out.scale
-    multiplier, shift = quantize_multiplier(float(np.float32(q.scalar_scale)) / float(np.float32(out.scale)))
-    size = _flat(shape)
-    with IRBuilder() as ib, prim_func(name, ["QUANTIZE"], 0):
+    with IRBuilder() as ib, prim_func(name, [op], 0):
         args = [T.arg(name, T.Buffer(shape, "int8")) for name in ("x", "out")]
         with root_block():
             x, z = (flat_view(arg, shape) for arg in args)
             with T.serial(0, size) as i:
-                centred = i32(x[i]) - q.scalar_zero_point
-                scaled = centred if identity else multiply_by_constant(local(centred, "int32"), multiplier, shift)
-                store_int8(z, clamp(scaled + out.zero_point, out.act_min, out.act_max), [i])
+                store_int8(z, scalar(i32(x[i])), [i])
     return ib.get()
+
+
+def _strides(shape: tuple[int, ...], rank: int) -> list[int]:
+    """Element strides of `shape` aligned right to `rank` axes; 0 where the axis is broadcast."""
+    padded = (1,) * (rank - len(shape)) + tuple(shape)
+    strides, step = [0] * rank, 1
+    for axis in reversed(range(rank)):
+        strides[axis] = 0 if padded[axis] == 1 else step
+        step *= padded[axis]
+    return strides
+
+
+def binary_kernel(
+    name: str,
+    op: str,
+    shapes: tuple[tuple[int, ...], tuple[int, ...]],
+    out_shape: tuple[int, ...],
+    scalar: Callable[[Any, Any], Any],
+) -> Any:
+    """out = scalar(int32(a), int32(b)) elementwise, the inputs broadcast as numpy (and TFLite) do."""
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    a_shape, b_shape = shapes
+    with IRBuilder() as ib, prim_func(name, [op], 0):
+        args = [T.arg(n, T.Buffer(s, "int8")) for n, s in (("a", a_shape), ("b", b_shape), ("out", out_shape))]
+        with root_block():
+            x, y, z = (flat_view(arg, s) for arg, s in zip(args, (a_shape, b_shape, out_shape), strict=True))
+            if a_shape == b_shape == out_shape:
+                with T.serial(0, _flat(out_shape)) as i:
+                    store_int8(z, scalar(i32(x[i]), i32(y[i])), [i])
+            else:
+                rank = len(out_shape)
+                with ExitStack() as loops:
+                    axes = [loops.enter_context(T.serial(0, d)) for d in out_shape]
+                    a_at = sum(v * s for v, s in zip(axes, _strides(a_shape, rank), strict=True) if s)
+                    b_at = sum(v * s for v, s in zip(axes, _strides(b_shape, rank), strict=True) if s)
+                    out_at = sum(v * s for v, s in zip(axes, _strides(out_shape, rank), strict=True) if s)
+                    store_int8(z, scalar(i32(x[a_at]), i32(y[b_at])), [out_at])
+    return ib.get()
+
+
+def add_kernel(
+    name: str,
+    shapes: tuple[tuple[int, ...], tuple[int, ...]],
+    out_shape: tuple[int, ...],
+    a: Quantized,
+    b: Quantized,
+    out: Output,
+    subtract: bool = False,
+) -> Any:
+    """TFLite ADD / SUB: both inputs scaled by 2^20 and to the larger scale, then requantized."""
+    (ma, sa), (mb, sb), (mo, so) = add_params(a, b, out)
+
+    def scalar(xa: Any, xb: Any) -> Any:
+        va = local((xa - a.scalar_zero_point) * (1 << ADD_LEFT_SHIFT), "int32")
+        vb = local((xb - b.scalar_zero_point) * (1 << ADD_LEFT_SHIFT), "int32")
+        scaled_a, scaled_b = multiply_by_constant(va, ma, sa), multiply_by_constant(vb, mb, sb)
+        total = local(scaled_a - scaled_b if subtract else scaled_a + scaled_b, "int32")
+        return clamp(multiply_by_constant(total, mo, so) + out.zero_point, out.act_min, out.act_max)
+
+    return binary_kernel(name, "SUB" if subtract else "ADD", shapes, out_shape, scalar)
+
+
+def mul_kernel(
+    name: str,
+    shapes: tuple[tuple[int, ...], tuple[int, ...]],
+    out_shape: tuple[int, ...],
+    a: Quantized,
+    b: Quantized,
+    out: Output,
+) -> Any:
+    """TFLite MUL: (a − zp_a)·(b − zp_b) requantized by s_a·s_b/s_out (in double)."""
+    real = float(np.float32(a.scalar_scale)) * float(np.float32(b.scalar_scale)) / float(np.float32(out.scale))
+    multiplier, shift = quantize_multiplier(real)
+
+    def scalar(xa: Any, xb: Any) -> Any:
+        product = local((xa - a.scalar_zero_point) * (xb - b.scalar_zero_point), "int32")
+        return clamp(multiply_by_constant(product, multiplier, shift) + out.zero_point, out.act_min, out.act_max)
+
+    return binary_kernel(name, "MUL", shapes, out_shape, scalar)
+
+
+def requantize_kernel(
+    name: str, shape: tuple[int, ...], q: Quantized, out: Output, op: str = "QUANTIZE", real: float | None = None
+) -> Any:
+    """TFLite QUANTIZE int8 → int8 (and RELU, RELU6, ...: the same with the activation's range):
+    (x − zp_in)·(s_in/s_out) in fixed point + zp_out. `real`: the ratio as the operator computes it."""
+    identity = real is None and q.scalar_scale == out.scale
+    if real is None:
+        real = float(np.float32(q.scalar_scale)) / float(np.float32(out.scale))
+    multiplier, shift = quantize_multiplier(real)
+
+    def scalar(x: Any) -> Any:
+        centred = x - q.scalar_zero_point
+        scaled = centred if identity else multiply_by_constant(local(centred, "int32"), multiplier, shift)
+        return clamp(scaled + out.zero_point, out.act_min, out.act_max)
+
+    return unary_kernel(name, op, shape, scalar)
+
+
+def leaky_relu_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output, alpha: float) -> Any:
+    """TFLite LEAKY_RELU: one multiplier for x ≥ zp (s_in/s_out), one for below (s_in·α/s_out),
+    both ratios computed in float32 as TFLite's Prepare does."""
+    s_in, s_out, a = np.float32(q.scalar_scale), np.float32(out.scale), np.float32(alpha)
+    identity = quantize_multiplier(float(s_in / s_out))
+    negative = quantize_multiplier(float(s_in * a / s_out))
+
+    def scalar(x: Any) -> Any:
+        from tvm import tirx
+
+        centred = local(x - q.scalar_zero_point, "int32")
+        scaled = tirx.Select(
+            centred >= tirx.const(0, "int32"),
+            multiply_by_constant(centred, *identity),
+            multiply_by_constant(centred, *negative),
+        )
+        return clamp(scaled + out.zero_point, out.act_min, out.act_max)
+
+    return unary_kernel(name, "LEAKY_RELU", shape, scalar)
 
 
 def concat_kernel(name: str, shapes: list[tuple[int, ...]], out_shape: tuple[int, ...], axis: int) -> Any:

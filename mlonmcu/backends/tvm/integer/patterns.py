@@ -351,7 +351,7 @@ class Matcher:
         a, b = self._activation(producer.args[0]), self._activation(producer.args[1])
         if a is None or b is None or tensor_type(a.value)[0] != shape or tensor_type(b.value)[0] != shape:
             return None
-        kernel = elementwise.add_kernel(self.name("add"), shape, a, b, out)
+        kernel = elementwise.add_kernel(self.name("add"), (shape, shape), shape, a, b, out)
         return Lowered(None, "ADD", kernel, [a.value, b.value], shape)
 
     def _requantize(self, source: Any, producer: Any, out: Output, shape: tuple[int, ...]) -> Lowered | None:

@@ -1,0 +1,231 @@
+"""Every operator of the direct int8 path against LiteRT's reference kernels, bit for bit.
+
+Each case is a one-operator model written with tests/tflite_builder.py (no TensorFlow), run by
+tvmaot with `tvmaot.importer=direct` on the host (the kernels are plain integer C: the same
+results as on any target) over 10 random full-range int8 samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tflite_builder import Op, build, const, q, write
+
+pytestmark = pytest.mark.integration
+
+RNG = np.random.default_rng(7)
+X = (1, 6, 5, 8)  # the activation most cases take
+
+
+def unary(op: str, options: str = "", out_scale: float = 0.05, out_zp: int = 3, **opts):
+    """x (scale 0.04, zp -7) → op → out (its own quantization)."""
+    tensors = [q(X, 0.04, -7), q(X, out_scale, out_zp)]
+    return build(tensors, [Op(op, [0], [1], opts, options)], [0], [1])
+
+
+def moving(op: str, out: tuple[int, ...], constants: tuple = (), options: str = "", dtype_out: str = "int8", **opts):
+    """Operators that keep the quantization (x and out both scale 0.04, zp -7)."""
+    output = q(out, 0.04, -7) if dtype_out == "int8" else const(np.zeros(out, np.int32))
+    if dtype_out != "int8":
+        output.data = None
+    tensors = [q(X, 0.04, -7), *[const(np.asarray(c, np.int32)) for c in constants], output]
+    n = len(tensors) - 1
+    return build(tensors, [Op(op, list(range(n)), [n], opts, options)], [0], [n])
+
+
+def binary(op: str, a: tuple[int, ...], b: tuple[int, ...], options: str, act: int = 0):
+    out = tuple(np.broadcast_shapes(a, b))
+    tensors = [q(a, 0.03, 5), q(b, 0.05, -20), q(out, 0.07, -3)]
+    return build(tensors, [Op(op, [0, 1], [2], {"FusedActivationFunction": act}, options)], [0, 1], [2])
+
+
+def conv(dilation: int, stride: int, padding: int):
+    w = RNG.integers(-127, 128, (6, 3, 3, 8)).astype(np.int8)
+    bias = RNG.integers(-3000, 3000, 6).astype(np.int32)
+    scales = list(RNG.uniform(0.002, 0.02, 6))
+    h = (X[1] + stride - 1) // stride if padding == 0 else (X[1] - 2 * dilation - 1) // stride + 1
+    w_out = (X[2] + stride - 1) // stride if padding == 0 else (X[2] - 2 * dilation - 1) // stride + 1
+    tensors = [
+        q(X, 0.04, -7),
+        const(w, scales, [0] * 6),
+        const(bias, [0.04 * s for s in scales], [0] * 6),
+        q((1, h, w_out, 6), 0.1, 2),
+    ]
+    opts = {
+        "Padding": padding,
+        "StrideH": stride,
+        "StrideW": stride,
+        "DilationHFactor": dilation,
+        "DilationWFactor": dilation,
+        "FusedActivationFunction": 1,
+    }
+    return build(tensors, [Op("CONV_2D", [0, 1, 2], [3], opts, "Conv2DOptions")], [0], [3])
+
+
+def depthwise_multiplier():
+    """One input channel, multiplier 4, per-channel scales on axis 3 (micro_speech's first layer)."""
+    shape = (1, 9, 7, 1)
+    w = RNG.integers(-127, 128, (1, 3, 3, 4)).astype(np.int8)
+    scales = list(RNG.uniform(0.002, 0.02, 4))
+    tensors = [
+        q(shape, 0.04, -7),
+        const(w, scales, [0] * 4, axis=3),
+        const(RNG.integers(-500, 500, 4).astype(np.int32), [0.04 * s for s in scales], [0] * 4),
+        q((1, 5, 4, 4), 0.08, -1),
+    ]
+    opts = {"Padding": 0, "StrideH": 2, "StrideW": 2, "DepthMultiplier": 4, "FusedActivationFunction": 3}
+    return build(tensors, [Op("DEPTHWISE_CONV_2D", [0, 1, 2], [3], opts, "DepthwiseConv2DOptions")], [0], [3])
+
+
+def dense_4d():
+    """FULLY_CONNECTED over a 4-D input: TFLite flattens it to [-1, inputs]."""
+    w = RNG.integers(-127, 128, (5, 40)).astype(np.int8)
+    tensors = [
+        q(X, 0.04, -7),
+        const(w, 0.01, 0),
+        const(RNG.integers(-900, 900, 5).astype(np.int32), 0.0004, 0),
+        q((6, 5), 0.2, 0),
+    ]
+    return build(
+        tensors, [Op("FULLY_CONNECTED", [0, 1, 2], [3], {"KeepNumDims": False}, "FullyConnectedOptions")], [0], [3]
+    )
+
+
+CASES: dict[str, Callable[[], bytes]] = {
+    "add_broadcast_channels": lambda: binary("ADD", X, (1, 1, 1, 8), "AddOptions", act=1),
+    "add_broadcast_rows": lambda: binary("ADD", X, (1, 6, 1, 1), "AddOptions"),
+    "sub": lambda: binary("SUB", X, X, "SubOptions"),
+    "sub_broadcast": lambda: binary("SUB", (1, 1, 5, 8), (1, 6, 1, 8), "SubOptions", act=3),
+    "mul": lambda: binary("MUL", X, X, "MulOptions"),
+    "mul_broadcast_vector": lambda: binary("MUL", X, (8,), "MulOptions", act=1),
+    "relu": lambda: unary("RELU"),
+    "relu6": lambda: unary("RELU6", out_scale=0.025, out_zp=-128),
+    "relu_n1_to_1": lambda: unary("RELU_N1_TO_1", out_scale=0.008, out_zp=0),
+    "leaky_relu": lambda: unary("LEAKY_RELU", options="LeakyReluOptions", Alpha=0.1),
+    "leaky_relu_wide": lambda: unary("LEAKY_RELU", options="LeakyReluOptions", out_scale=0.09, out_zp=-30, Alpha=0.3),
+    "transpose": lambda: moving("TRANSPOSE", (1, 8, 6, 5), ([0, 3, 1, 2],)),
+    "pad": lambda: moving("PAD", (1, 9, 8, 8), ([[0, 0], [1, 2], [2, 1], [0, 0]],)),
+    "mirror_pad_reflect": lambda: moving(
+        "MIRROR_PAD", (1, 9, 7, 8), ([[0, 0], [1, 2], [1, 1], [0, 0]],), "MirrorPadOptions", Mode=0
+    ),
+    "mirror_pad_symmetric": lambda: moving(
+        "MIRROR_PAD", (1, 9, 7, 8), ([[0, 0], [1, 2], [1, 1], [0, 0]],), "MirrorPadOptions", Mode=1
+    ),
+    "slice": lambda: moving(
+        "SLICE",
+        (1, 2, 4, 3),
+        (
+            [0, 1, 1, 2],
+            [1, 2, -1, 3],
+        ),
+    ),
+    "strided_slice": lambda: moving(
+        "STRIDED_SLICE", (1, 3, 5, 3), [[0, 1, 9, 1], [1, 6, 5, 8], [1, 2, 1, 3]], "StridedSliceOptions", BeginMask=4
+    ),
+    "strided_slice_shrink": lambda: moving(
+        "STRIDED_SLICE", (6, 8), [[0, 0, -2, 0], [1, 6, -1, 8], [1, 1, 1, 1]], "StridedSliceOptions", ShrinkAxisMask=5
+    ),
+    "maximum": lambda: binary("MAXIMUM", X, (1, 1, 5, 8), ""),
+    "minimum": lambda: binary("MINIMUM", X, X, ""),
+    "reduce_max": lambda: moving("REDUCE_MAX", (1, 1, 1, 8), ([1, 2],), "ReducerOptions", KeepDims=True),
+    "arg_max": lambda: moving("ARG_MAX", (1, 6, 5), ([3],), "ArgMaxOptions", dtype_out="int32", OutputType=2),
+    "arg_min": lambda: moving("ARG_MIN", (1, 6, 8), ([2],), "ArgMinOptions", dtype_out="int32", OutputType=2),
+    "resize_nearest": lambda: moving(
+        "RESIZE_NEAREST_NEIGHBOR", (1, 13, 7, 8), ([13, 7],), "ResizeNearestNeighborOptions"
+    ),
+    "resize_nearest_align": lambda: moving(
+        "RESIZE_NEAREST_NEIGHBOR", (1, 13, 7, 8), [[13, 7]], "ResizeNearestNeighborOptions", AlignCorners=True
+    ),
+    "resize_nearest_half_pixel": lambda: moving(
+        "RESIZE_NEAREST_NEIGHBOR", (1, 4, 9, 8), [[4, 9]], "ResizeNearestNeighborOptions", HalfPixelCenters=True
+    ),
+    "conv_dilated_same": lambda: conv(2, 2, 0),
+    "conv_dilated_valid": lambda: conv(2, 1, 1),
+    "depthwise_multiplier": depthwise_multiplier,
+    "dense_4d_input": dense_4d,
+}
+# SPACE_TO_DEPTH needs even sizes; these take their own input
+SHAPED = {
+    "space_to_depth": (
+        [q((1, 6, 10, 2), 0.04, -7), q((1, 3, 5, 8), 0.04, -7)],
+        Op("SPACE_TO_DEPTH", [0], [1], {"BlockSize": 2}, "SpaceToDepthOptions"),
+    ),
+    "depth_to_space": (
+        [q((1, 3, 5, 8), 0.04, -7), q((1, 6, 10, 2), 0.04, -7)],
+        Op("DEPTH_TO_SPACE", [0], [1], {"BlockSize": 2}, "DepthToSpaceOptions"),
+    ),
+    "split": (
+        [const(np.array([3], np.int32)), q(X, 0.04, -7), q((1, 6, 5, 4), 0.04, -7), q((1, 6, 5, 4), 0.04, -7)],
+        Op("SPLIT", [0, 1], [2, 3], {"NumSplits": 2}, "SplitOptions"),
+    ),
+    "split_v": (
+        [
+            q(X, 0.04, -7),
+            const(np.array([2, -1, 3], np.int32)),
+            const(np.array([3], np.int32)),
+            q((1, 6, 5, 2), 0.04, -7),
+            q((1, 6, 5, 3), 0.04, -7),
+            q((1, 6, 5, 3), 0.04, -7),
+        ],
+        Op("SPLIT_V", [0, 1, 2], [3, 4, 5], {"NumSplits": 3}, "SplitVOptions"),
+    ),
+    "unpack": (
+        [q((1, 3, 8), 0.04, -7), q((1, 8), 0.04, -7), q((1, 8), 0.04, -7), q((1, 8), 0.04, -7)],
+        Op("UNPACK", [0], [1, 2, 3], {"Num": 3, "Axis": 1}, "UnpackOptions"),
+    ),
+    "pack": (
+        [q((1, 8), 0.04, -7), q((1, 8), 0.04, -7), q((1, 2, 8), 0.04, -7)],
+        Op("PACK", [0, 1], [2], {"ValuesCount": 2, "Axis": 1}, "PackOptions"),
+    ),
+    "gather": (
+        [q(X, 0.04, -7), const(np.array([4, 0, 0, 2], np.int32)), q((1, 4, 5, 8), 0.04, -7)],
+        Op("GATHER", [0, 1], [2], {"Axis": 1}, "GatherOptions"),
+    ),
+    "padv2": (
+        [
+            q(X, 0.04, -7),
+            const(np.array([[0, 0], [2, 0], [0, 3], [0, 0]], np.int32)),
+            const(np.array([-5], np.int8), 0.04, -7),
+            q((1, 8, 8, 8), 0.04, -7),
+        ],
+        Op("PADV2", [0, 1, 2], [3], {}, ""),
+    ),
+}
+
+
+def _shaped(name: str) -> bytes:
+    tensors, op = SHAPED[name]
+    inputs = [i for i in op.inputs if tensors[i].data is None]
+    return build(tensors, [op], inputs, op.outputs)
+
+
+ALL = {**CASES, **{k: (lambda k=k: _shaped(k)) for k in SHAPED}}
+
+
+@pytest.fixture(scope="module")
+def operator_report(integration_home: Path, tmp_path_factory: pytest.TempPathFactory):
+    from mlonmcu import api
+
+    directory = tmp_path_factory.mktemp("operators")
+    paths = [str(write(directory, name, make())) for name, make in ALL.items()]
+    result = api.flow(
+        paths,
+        home=integration_home,
+        backends=["tvmaot"],
+        targets=["host_x86"],
+        features=["validate"],
+        config={"tvmaot.importer": "direct"},
+    )
+    return result.report.set_index("Model")
+
+
+@pytest.mark.parametrize("case", sorted(ALL))
+def test_operator_is_bit_exact_with_litert(operator_report, case):
+    row = operator_report.loc[case]
+    assert not row["Failing"], row["Reason"]
+    assert row["Validation"] == "pass", row["Validation Detail"]
+    assert row["Max Abs Error"] == 0
+    assert row["Float Ops"] == "none"
