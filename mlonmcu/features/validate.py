@@ -28,6 +28,14 @@ class ValidateFeature(Feature):
             "atol", float, None, f"absolute tolerance (default {INT_ATOL:g} int unit, {FLOAT_ATOL:g} for floats)", min=0
         ),
         Option("rtol", float, None, f"relative tolerance for float outputs; default {FLOAT_RTOL:g}", min=0),
+        Option(
+            "reference",
+            str,
+            "litert",
+            "the oracle: litert = LiteRT's reference kernels; tflm = TFLite Micro's reference kernels "
+            "(tflmi built for the host: the arithmetic TFLM users ship; needs `mlonmcu setup tflm`)",
+            choices=("litert", "tflm"),
+        ),
     )
 
     def samples(self) -> int:
@@ -42,7 +50,10 @@ class ValidateFeature(Feature):
                 col.VALIDATION: NO_REFERENCE,
                 col.VALIDATION_DETAIL: f"no reference outputs: {inp.reference_error or 'missing'}",
             }
-        return self.compare(inp.outputs, inp.references)
+        cells = self.compare(inp.outputs, inp.references)
+        if self.opt("reference") == "tflm":
+            cells[col.VALIDATION_DETAIL] = f"{cells[col.VALIDATION_DETAIL]} (reference: TFLM on the host)"
+        return cells
 
     def tolerance(self, dtype: np.dtype) -> tuple[float, float]:
         is_int = np.dtype(dtype).kind in "iu"

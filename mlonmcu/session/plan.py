@@ -104,6 +104,42 @@ def _warn_about_samples(models: list[Model], values: list[str]) -> None:
             )
 
 
+ORACLE_BACKEND, ORACLE_TARGET = "tflmi", "host_x86"
+
+
+def _oracle(spec: RunSpec, components: _Components, defaults: dict[str, Any]) -> RunSpec:
+    """validate.reference=tflm: TFLM's reference kernels on the host, on the run's own samples
+    (same model, same `validate.samples`: the same LOAD entry); its outputs are the reference."""
+    plugins = {
+        spec.frontend: registry.FRONTENDS.get(spec.frontend),
+        ORACLE_BACKEND: registry.BACKENDS.get(ORACLE_BACKEND),
+        spec.platform: registry.PLATFORMS.get(spec.platform),
+        ORACLE_TARGET: registry.TARGETS.get(ORACLE_TARGET),
+        "validate": registry.FEATURES.get("validate"),
+    }
+    scopes = {name: tuple(cls.options) for name, cls in plugins.items()}
+    found, missing = components.check([c for cls in plugins.values() for c in cls.requires])
+    user = {"validate.samples": str(spec.config["validate.samples"])}
+    return RunSpec(
+        session=spec.session,
+        run=spec.run,
+        run_dir=spec.run_dir / "oracle",
+        model=spec.model,
+        frontend=spec.frontend,
+        backend=ORACLE_BACKEND,
+        platform=spec.platform,
+        target=ORACLE_TARGET,
+        features=["validate"],
+        config=cfg.resolve(scopes, defaults, user),
+        user_config={},
+        until=Stage.RUN,
+        cache_dir=spec.cache_dir,
+        use_cache=spec.use_cache,
+        components=found,
+        missing=installer.missing_message(missing) if missing else "",
+    )
+
+
 def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path) -> list[RunSpec]:
     """The run matrix: models × backends × targets × config values (usage errors raise ConfigError)."""
     if not request.models:
@@ -153,31 +189,32 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
                         continue
                     seen.add(identity)
                     run_id = len(specs)
-                    specs.append(
-                        RunSpec(
-                            session=session_id,
-                            run=run_id,
-                            run_dir=runs_dir / str(run_id),
-                            model=ModelRef(
-                                model.name,
-                                str(model.path),
-                                str(model.directory) if model.directory else None,
-                                hashes[model.path],
-                            ),
-                            frontend=request.frontend,
-                            backend=backend,
-                            platform=platform,
-                            target=target,
-                            features=features,
-                            config=cfg.resolve(scopes, defaults, user),
-                            user_config={k: registry.check_key(k).parse(v, k) for k, v in user.items()},
-                            until=request.until,
-                            cache_dir=env.cache_dir,
-                            use_cache=request.use_cache,
-                            components=found,
-                            missing=installer.missing_message(missing) if missing else "",
-                        )
+                    spec = RunSpec(
+                        session=session_id,
+                        run=run_id,
+                        run_dir=runs_dir / str(run_id),
+                        model=ModelRef(
+                            model.name,
+                            str(model.path),
+                            str(model.directory) if model.directory else None,
+                            hashes[model.path],
+                        ),
+                        frontend=request.frontend,
+                        backend=backend,
+                        platform=platform,
+                        target=target,
+                        features=features,
+                        config=cfg.resolve(scopes, defaults, user),
+                        user_config={k: registry.check_key(k).parse(v, k) for k, v in user.items()},
+                        until=request.until,
+                        cache_dir=env.cache_dir,
+                        use_cache=request.use_cache,
+                        components=found,
+                        missing=installer.missing_message(missing) if missing else "",
                     )
+                    if spec.config.get("validate.reference") == "tflm":
+                        spec.oracle = _oracle(spec, components, defaults)
+                    specs.append(spec)
     for key in request.config:
         if key not in used_keys:
             raise _unused_key_error(key)

@@ -56,3 +56,5 @@ class RunSpec:
     missing: str = ""  # set when a needed component is absent: the run fails with this reason
     log_file: Path | None = None  # the session's mlonmcu.log
     log_level: int = 20  # logging.INFO: what the session log records
+    # validate.reference=tflm: the run whose outputs are the reference (tflmi on the host)
+    oracle: RunSpec | None = None

@@ -23,6 +23,7 @@ from mlonmcu.contracts import (
     LoadResult,
     PostprocessInput,
     RunResult,
+    Sample,
     TargetProfile,
     encode,
 )
@@ -168,16 +169,35 @@ class RunContext:
             raise StageError(f"internal: {stage.name} has not run")
         return value
 
+    def references(self) -> tuple[list[Sample] | None, str]:
+        """The reference outputs and, when there are none, why: LiteRT's from LOAD, or the
+        oracle run's (validate.reference=tflm), whose stages run here, cached like any run's."""
+        oracle = self.spec.oracle
+        if oracle is None:
+            loaded = self.needs(self.loaded, Stage.LOAD)
+            reference = self.stage_dir(Stage.LOAD) / REFERENCE_FILE
+            if loaded.reference_error or not reference.is_file():
+                return None, loaded.reference_error or "missing"
+            return load_samples(reference), ""
+        if oracle.missing:
+            return None, f"the TFLM oracle cannot run: {oracle.missing}"
+        try:
+            ctx = RunContext.create(oracle)
+            for stage in COMPUTED_STAGES:
+                STAGE_FUNCTIONS[stage](ctx)
+        except MlonmcuError as err:
+            return None, f"TFLM (tflmi on {oracle.target}) did not run the model: {err}"
+        return load_samples(ctx.stage_dir(Stage.RUN) / OUTPUTS_FILE), ""
+
     def postprocess_input(self) -> PostprocessInput:
-        loaded = self.needs(self.loaded, Stage.LOAD)
         ran = self.needs(self.ran, Stage.RUN)
-        reference = self.stage_dir(Stage.LOAD) / REFERENCE_FILE
         outputs = self.stage_dir(Stage.RUN) / OUTPUTS_FILE
+        references, reference_error = self.references()
         return PostprocessInput(
             model=self.model.name,
             outputs=load_samples(outputs) if outputs.is_file() else [],
-            references=load_samples(reference) if not loaded.reference_error and reference.is_file() else None,
-            reference_error=loaded.reference_error or ("" if reference.is_file() else "missing"),
+            references=references,
+            reference_error=reference_error,
             harness=ran.harness,
             kernels=self.built.kernels if self.built else (),
             counter=ran.counter,

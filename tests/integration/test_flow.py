@@ -162,3 +162,21 @@ def test_parallel_rerun_restores_cached_runs_without_workers(integration_home, m
     assert not rerun.failed, rerun.report[["Reason"]]
     assert list(rerun.report["Cached Stages"]) == ["load,build,compile,run"] * 2
     assert list(rerun.report["Run Instructions"]) == list(cold.report["Run Instructions"])
+
+
+def test_tflm_oracle_without_tflm_says_no_reference(tmp_path, mlonmcu):
+    """A HOME without TFLM: the oracle is named as what is missing, the run is not `fail`."""
+    from helpers import installed_deps_dir, make_home
+
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    for entry in installed_deps_dir().iterdir():  # everything installed except TFLM's sources
+        if entry.is_dir() and not entry.name.startswith(".") and entry.name not in ("tflm", "flatbuffers", "gemmlowp"):
+            (deps / entry.name).symlink_to(entry)
+    home = make_home(tmp_path / "home", paths={"deps": str(deps)})
+    args = ["flow", "run", "kws_dscnn", "-b", "tvmaot", "-t", "spike", "-f", "validate"]
+    code, output = mlonmcu(*args, "-c", "validate.reference=tflm", "-c", "validate.samples=1", "-H", home)
+    assert code == 0, output
+    row = report(home).iloc[0]
+    assert row["Validation"] == "no reference"
+    assert "TFLM oracle cannot run" in row["Validation Detail"] and "mlonmcu setup tflm" in row["Validation Detail"]

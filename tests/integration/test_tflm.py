@@ -272,3 +272,16 @@ def test_litert_crashing_on_a_model_costs_only_its_reference(tflm_home, mlonmcu,
     frame = report(tflm_home).set_index("Model")
     assert "SVDF" in frame.loc["keyword_scrambled_8bit", "Reason"]
     assert frame.loc["kws_dscnn", "Validation"] == "pass"
+
+
+def test_tflm_is_the_oracle_where_litert_refuses(tflm_home, mlonmcu, tmp_path):
+    """validate.reference=tflm: TFLM's reference kernels on the host judge person_detect."""
+    model = tflm_model(tflm_home, "person_detect", tmp_path)
+    args = ["flow", "run", model, "-b", "tvmaot", "-t", "spike", "-f", "validate"]
+    code, output = mlonmcu(*args, "-c", "validate.reference=tflm", "-c", "validate.samples=2", "-H", tflm_home)
+    assert code == 0, output
+    row = report(tflm_home).iloc[0]
+    assert row["Validation"] == "pass" and row["Max Abs Error"] == 0, row["Validation Detail"]
+    assert "reference: TFLM on the host" in row["Validation Detail"]
+    run_dir = tflm_home / "sessions" / "latest" / "runs" / "0"
+    assert (run_dir / "oracle" / "run" / "outputs.npz").is_file()  # the oracle's own run, beside ours
