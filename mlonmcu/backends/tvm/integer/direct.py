@@ -102,6 +102,7 @@ class DirectBuilder:
             "SOFTMAX": self._softmax,
             "CONCATENATION": self._concat,
             "QUANTIZE": self._requantize,
+            "DEQUANTIZE": self._dequantize,
             **dict.fromkeys(_RESHAPES, self._reshape),
             **{name: functools.partial(handler, self) for name, handler in movement.HANDLERS.items()},
         }
@@ -177,13 +178,14 @@ class DirectBuilder:
             raise NotCovered(Operator(-1, "OUTPUT", (), ()), f"model output {index} is not computed by any operator")
         return self.values[index]
 
-    def _call(self, lowered: Lowered) -> Any:
+    def _call(self, lowered: Lowered, integer: bool = True) -> Any:
         from tvm import relax
 
         gvar = self.builder.add_func(lowered.kernel, str(lowered.kernel.attrs["global_symbol"]))
         args = [relax.const(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in lowered.args]
-        self.report.lowered[lowered.op] += 1
-        return relax.call_tir(gvar, relax.Tuple(args), relax.TensorType(lowered.shape, "int8"))
+        if integer:
+            self.report.lowered[lowered.op] += 1
+        return relax.call_tir(gvar, relax.Tuple(args), relax.TensorType(lowered.shape, lowered.dtype))
 
     # -- operators -------------------------------------------------------------------------------
 
@@ -388,11 +390,37 @@ class DirectBuilder:
         return self._call(Lowered(None, "CONCATENATION", kernel, [q.value for _, q in parts], out_tensor.shape))
 
     def _requantize(self, op: Operator) -> Any:
+        source = self.graph.input(op, 0)
+        if source is not None and source.dtype == "float32":
+            return self._interface(op, source, self.graph.output(op), to_float=False)
         _, x = self._activation(op, 0)
         out_tensor = self._int8(op, self.graph.output(op), "output")
         out = output_of(op, out_tensor)
         kernel = elementwise.requantize_kernel(self.name("requantize"), out_tensor.shape, x, out)
         return self._call(Lowered(None, "QUANTIZE", kernel, [x.value], out_tensor.shape))
+
+    def _dequantize(self, op: Operator) -> Any:
+        source = self.graph.input(op, 0)
+        out = self.graph.output(op)
+        if source is None or out.dtype != "float32":
+            raise NotCovered(op, f"an output of type {out.dtype}")
+        return self._interface(op, source, source, to_float=True)
+
+    def _interface(self, op: Operator, source: Tensor, quantized: Tensor, to_float: bool) -> Any:
+        """float32 ↔ int8 where the model meets the outside (the converter's default interface)."""
+        integer = quantized if to_float else self.graph.output(op)
+        if integer.dtype != "int8" or not integer.per_tensor or source.index not in self.values:
+            raise NotCovered(op, f"{source.dtype} → {self.graph.output(op).dtype} inside the model")
+        name = self.name("dequantize" if to_float else "quantize")
+        shape = self.graph.output(op).shape
+        kernel = elementwise.interface_kernel(
+            name, shape, integer.scalar_scale, integer.scalar_zero_point, to_float, "int8"
+        )
+        self.report.float_ops[op.op] += 1  # float arithmetic, at the model's boundary
+        lowered = Lowered(
+            None, op.op, kernel, [self.values[source.index]], shape, dtype="float32" if to_float else "int8"
+        )
+        return self._call(lowered, integer=False)
 
     def _reshape(self, op: Operator) -> Any:
         from tvm import relax

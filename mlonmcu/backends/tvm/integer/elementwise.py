@@ -57,6 +57,35 @@ def unary_kernel(name: str, op: str, shape: tuple[int, ...], scalar: Callable[[A
     return ib.get()
 
 
+def interface_kernel(
+    name: str, shape: tuple[int, ...], scale: float, zero_point: int, to_float: bool, dtype: str
+) -> Any:
+    """The float interface of an int8 model, as TFLite computes it. QUANTIZE: round(x / s) + zp
+    with a float32 division and rounding half away from zero; DEQUANTIZE: s·(q − zp) in float32
+    (LiteRT; TFLite Micro multiplies in double: up to 1 ulp apart)."""
+    from tvm import tirx
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    size = _flat(shape)
+    source, target = (dtype, "float32") if to_float else ("float32", dtype)
+    info = np.iinfo(dtype)
+    with IRBuilder() as ib, prim_func(name, ["DEQUANTIZE" if to_float else "QUANTIZE"], 0):
+        x_arg = T.arg("x", T.Buffer(shape, source))
+        out_arg = T.arg("out", T.Buffer(shape, target))
+        with root_block():
+            x, z = flat_view(x_arg, shape, source), flat_view(out_arg, shape, target)
+            with T.serial(0, size) as i:
+                if to_float:
+                    centred = tirx.Cast("float32", i32(x[i]) - zero_point)
+                    T.buffer_store(z, centred * tirx.const(float(np.float32(scale)), "float32"), [i])
+                else:
+                    scaled = tirx.round(x[i] / tirx.const(float(np.float32(scale)), "float32"))
+                    value = clamp(tirx.Cast("int32", scaled) + zero_point, int(info.min), int(info.max))
+                    T.buffer_store(z, tirx.Cast(dtype, value), [i])
+    return ib.get()
+
+
 def _strides(shape: tuple[int, ...], rank: int) -> list[int]:
     """Element strides of `shape` aligned right to `rank` axes; 0 where the axis is broadcast."""
     padded = (1,) * (rank - len(shape)) + tuple(shape)

@@ -51,6 +51,7 @@ class Lowered:
     args: list[Any]  # relax vars (activations) and numpy arrays (constants)
     shape: tuple[int, ...]
     replaces: list[Any] = field(default_factory=list)  # other anchors made dead by this one
+    dtype: str = "int8"  # of the result
 
 
 @dataclass(frozen=True)
