@@ -59,6 +59,15 @@ def _structural_passes() -> list[Any]:
     ]
 
 
+def _c_name(name: str, index: int) -> str:
+    """A C identifier for a parameter: TVM's importer names them after TFLite tensors, which may
+    hold '/', ';' or ':' (e.g. "model/conv/BiasAdd;model/conv/conv2d")."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,39}", name):
+        return name
+    cleaned = re.sub(r"[^A-Za-z0-9_]+", "_", name.rsplit("/", 1)[-1])[:32].strip("_")
+    return f"p{index}_{cleaned}" if cleaned else f"p{index}"
+
+
 def _unpack_params(func: Any) -> Any:
     """Buffer parameters → pointer variables (what MakeUnpackedAPI once did)."""
     import tvm
@@ -66,9 +75,9 @@ def _unpack_params(func: Any) -> Any:
     from tvm import tirx
 
     pairs = []
-    for param in func.params:
+    for index, param in enumerate(func.params):
         if isinstance(param.ty, tirx.BufferType):
-            pairs.append((param, tirx.Var(param.name, tirx.buffer_data_pointer_type(param))))
+            pairs.append((param, tirx.Var(_c_name(param.name, index), tirx.buffer_data_pointer_type(param))))
         else:
             pairs.append((param, param))
 
