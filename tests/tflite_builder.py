@@ -36,6 +36,7 @@ class Op:
     outputs: list[int]
     options: dict[str, Any] = field(default_factory=dict)
     options_type: str = ""  # e.g. "Conv2DOptions"; "" = no options table
+    version: int = 1  # the operator version LiteRT looks its kernel up by (int8 ELU needs 2)
 
 
 def q(shape: tuple[int, ...], scale: float, zero_point: int, dtype: str = "int8", **kw: Any) -> Tensor:
@@ -80,6 +81,7 @@ def _options(b: flatbuffers.Builder, kind: str, options: dict[str, Any]) -> int:
 def build(tensors: list[Tensor], ops: list[Op], inputs: list[int], outputs: list[int]) -> bytes:
     b = flatbuffers.Builder(1024)
     codes = list(dict.fromkeys(op.op for op in ops))
+    versions = {op.op: op.version for op in ops}
     # buffers: 0 is the empty sentinel, then one per constant tensor
     buffer_of: dict[int, int] = {}
     buffer_offsets = []
@@ -132,7 +134,7 @@ def build(tensors: list[Tensor], ops: list[Op], inputs: list[int], outputs: list
         tflite.OperatorCodeStart(b)
         tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(builtin, 127))
         tflite.OperatorCodeAddBuiltinCode(b, builtin)
-        tflite.OperatorCodeAddVersion(b, 1)
+        tflite.OperatorCodeAddVersion(b, versions[name])
         code_offsets.append(tflite.OperatorCodeEnd(b))
     tensor_vec = _vector(b, tensor_offsets, "offset")
     op_vec = _vector(b, op_offsets, "offset")

@@ -20,10 +20,10 @@ RNG = np.random.default_rng(7)
 X = (1, 6, 5, 8)  # the activation most cases take
 
 
-def unary(op: str, options: str = "", out_scale: float = 0.05, out_zp: int = 3, **opts):
+def unary(op: str, options: str = "", out_scale: float = 0.05, out_zp: int = 3, version: int = 1, **opts):
     """x (scale 0.04, zp -7) → op → out (its own quantization)."""
     tensors = [q(X, 0.04, -7), q(X, out_scale, out_zp)]
-    return build(tensors, [Op(op, [0], [1], opts, options)], [0], [1])
+    return build(tensors, [Op(op, [0], [1], opts, options, version)], [0], [1])
 
 
 def moving(op: str, out: tuple[int, ...], constants: tuple = (), options: str = "", dtype_out: str = "int8", **opts):
@@ -106,6 +106,10 @@ CASES: dict[str, Callable[[], bytes]] = {
     "relu_n1_to_1": lambda: unary("RELU_N1_TO_1", out_scale=0.008, out_zp=0),
     "leaky_relu": lambda: unary("LEAKY_RELU", options="LeakyReluOptions", Alpha=0.1),
     "leaky_relu_wide": lambda: unary("LEAKY_RELU", options="LeakyReluOptions", out_scale=0.09, out_zp=-30, Alpha=0.3),
+    "hard_swish": lambda: unary("HARD_SWISH", out_scale=0.03, out_zp=-40),
+    "hard_swish_narrow": lambda: unary("HARD_SWISH", out_scale=0.011, out_zp=-100),
+    "logistic": lambda: unary("LOGISTIC", out_scale=1 / 256, out_zp=-128),
+    "tanh": lambda: unary("TANH", out_scale=1 / 128, out_zp=0),
     "transpose": lambda: moving("TRANSPOSE", (1, 8, 6, 5), ([0, 3, 1, 2],)),
     "pad": lambda: moving("PAD", (1, 9, 8, 8), ([[0, 0], [1, 2], [2, 1], [0, 0]],)),
     "mirror_pad_reflect": lambda: moving(

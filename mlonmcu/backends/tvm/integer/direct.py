@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer import elementwise, movement, pooling, softmax
+from mlonmcu.backends.tvm.integer import elementwise, lut, movement, pooling, softmax
 from mlonmcu.backends.tvm.integer.fixedpoint import round_half_away
 from mlonmcu.backends.tvm.integer.graph import Quantized
 from mlonmcu.backends.tvm.integer.lowering import LoweringReport
@@ -96,6 +96,7 @@ class DirectBuilder:
             "MUL": self._binary,
             **dict.fromkeys(_RELUS, self._relu),
             "LEAKY_RELU": self._leaky_relu,
+            **dict.fromkeys(("HARD_SWISH", *lut.TRANSFORMS), self._table),
             "AVERAGE_POOL_2D": self._average_pool,
             "MAX_POOL_2D": self._max_pool,
             "MEAN": self._mean,
@@ -307,6 +308,26 @@ class DirectBuilder:
         alpha = float(op.options.get("Alpha", 0.2))
         kernel = elementwise.leaky_relu_kernel(self.name("leaky_relu"), out_tensor.shape, x, out, alpha)
         return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
+
+    def _table(self, op: Operator) -> Any:
+        """Elementwise activations with a nonlinear function: a 256-entry table (integer/lut.py)."""
+        x_tensor, x = self._activation(op, 0)
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        scales = (
+            x_tensor.scalar_scale,
+            x_tensor.scalar_zero_point,
+            out_tensor.scalar_scale,
+            out_tensor.scalar_zero_point,
+        )
+        if op.op == "HARD_SWISH":
+            table = lut.hard_swish_table(*scales)
+            if table is None:
+                raise NotCovered(op, "an output scale TFLite refuses (its multiplier would shift left)")
+        else:
+            table = lut.float_table(*scales, lut.TRANSFORMS[op.op])
+        kernel = lut.lut_kernel(self.name(op.op.lower()), op.op, out_tensor.shape)
+        values = np.array(table, np.int8)
+        return self._call(Lowered(None, op.op, kernel, [x.value, values], out_tensor.shape))
 
     def _pool_geometry(self, op: Operator, in_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[Any, ...]:
         opts = op.options
