@@ -162,16 +162,22 @@ class DirectBuilder:
             self.values[index] = var
             params.append(var)
         self.builder = relax.BlockBuilder()
+        failure: NotCovered | None = None
         with self.builder.function("main", params=params):
             with self.builder.dataflow():
-                for op in self.graph.operators:
-                    result = self.handlers[op.op](op)
-                    results = result if isinstance(result, list) else [result]
-                    for index, value in zip(op.outputs, results, strict=True):
-                        self.values[index] = self.builder.emit(value)
-                outputs = [self._value(i) for i in self.graph.outputs]
+                try:
+                    for op in self.graph.operators:
+                        result = self.handlers[op.op](op)
+                        results = result if isinstance(result, list) else [result]
+                        for index, value in zip(op.outputs, results, strict=True):
+                            self.values[index] = self.builder.emit(value)
+                    outputs = [self._value(i) for i in self.graph.outputs]
+                except NotCovered as err:  # close the builder's scopes (TVM warns otherwise); discarded
+                    failure, outputs = err, [params[0]]
                 output = self.builder.emit_output(outputs[0] if len(outputs) == 1 else relax.Tuple(outputs))
             self.builder.emit_func_output(output)
+        if failure is not None:
+            raise failure
         return self.builder.get(), self.report
 
     def _value(self, index: int) -> Any:
