@@ -188,6 +188,10 @@ SHAPED = {
         [q(X, 0.04, -7), const(np.array([4, 0, 0, 2], np.int32)), q((1, 4, 5, 8), 0.04, -7)],
         Op("GATHER", [0, 1], [2], {"Axis": 1}, "GatherOptions"),
     ),
+    "prelu_channels": (
+        [q(X, 0.04, -7), const(RNG.integers(-128, 128, (1, 1, 8)).astype(np.int8), 0.01, 5), q(X, 0.03, -2)],
+        Op("PRELU", [0, 1], [2]),
+    ),
     "float_interface": (  # the converter's default: float32 in and out, int8 inside
         [
             Tensor(X, "float32", name="in"),

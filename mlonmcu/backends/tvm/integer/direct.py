@@ -96,6 +96,7 @@ class DirectBuilder:
             "MUL": self._binary,
             **dict.fromkeys(_RELUS, self._relu),
             "LEAKY_RELU": self._leaky_relu,
+            "PRELU": self._prelu,
             **dict.fromkeys(("HARD_SWISH", *lut.TRANSFORMS), self._table),
             "AVERAGE_POOL_2D": self._average_pool,
             "MAX_POOL_2D": self._max_pool,
@@ -314,6 +315,20 @@ class DirectBuilder:
         alpha = float(op.options.get("Alpha", 0.2))
         kernel = elementwise.leaky_relu_kernel(self.name("leaky_relu"), out_tensor.shape, x, out, alpha)
         return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
+
+    def _prelu(self, op: Operator) -> Any:
+        x_tensor, x = self._activation(op, 0)
+        alpha = self._int8(op, self.graph.input(op, 1), "alpha")
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        if not alpha.per_tensor:
+            raise NotCovered(op, "a per-channel quantized alpha")
+        if np.broadcast_shapes(x_tensor.shape, alpha.shape) != out_tensor.shape:
+            raise NotCovered(op, f"alpha of shape {alpha.shape} for {x_tensor.shape}")
+        a = Quantized(self.operand(alpha), alpha.scale, alpha.zero_point.astype(np.int32), alpha.axis)
+        out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, INT8_MIN, INT8_MAX)
+        shapes = (x_tensor.shape, alpha.shape)
+        kernel = elementwise.prelu_kernel(self.name("prelu"), shapes, out_tensor.shape, x, a, out)
+        return self._call(Lowered(None, op.op, kernel, [x.value, a.value], out_tensor.shape))
 
     def _table(self, op: Operator) -> Any:
         """Elementwise activations with a nonlinear function: a 256-entry table (integer/lut.py)."""

@@ -167,6 +167,33 @@ def mul_kernel(
     return binary_kernel(name, "MUL", shapes, out_shape, scalar)
 
 
+def prelu_kernel(
+    name: str,
+    shapes: tuple[tuple[int, ...], tuple[int, ...]],
+    out_shape: tuple[int, ...],
+    x: Quantized,
+    alpha: Quantized,
+    out: Output,
+) -> Any:
+    """TFLite PRELU: x − zp for x ≥ zp, else (x − zp)·(α − zp_α), each with its own multiplier
+    (s_x/s_out and s_x·s_α/s_out, in double); α broadcast against x."""
+    from tvm import tirx
+
+    s_x, s_a, s_out = (float(np.float32(v)) for v in (x.scalar_scale, alpha.scalar_scale, out.scale))
+    positive, negative = quantize_multiplier(s_x / s_out), quantize_multiplier(s_x * s_a / s_out)
+
+    def scalar(xv: Any, av: Any) -> Any:
+        centred = local(xv - x.scalar_zero_point, "int32")
+        scaled = tirx.Select(
+            centred >= tirx.const(0, "int32"),
+            multiply_by_constant(centred, *positive),
+            multiply_by_constant(local(centred * (av - alpha.scalar_zero_point), "int32"), *negative),
+        )
+        return clamp(scaled + out.zero_point, out.act_min, out.act_max)
+
+    return binary_kernel(name, "PRELU", shapes, out_shape, scalar)
+
+
 def requantize_kernel(
     name: str, shape: tuple[int, ...], q: Quantized, out: Output, op: str = "QUANTIZE", real: float | None = None
 ) -> Any:
