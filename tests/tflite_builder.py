@@ -167,3 +167,11 @@ def write(directory: Path, name: str, model: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(model)
     return path
+
+
+def hybrid_model(directory: Path) -> Path:
+    """FULLY_CONNECTED with float activations and int8 weights: dynamic-range quantization."""
+    weights = const(np.arange(-64, 64, dtype=np.int8).reshape(8, 16), 0.02, 0)
+    tensors = [Tensor((1, 16), "float32"), weights, Tensor((1, 8), "float32")]
+    model = build(tensors, [Op("FULLY_CONNECTED", [0, 1, -1], [2], {}, "FullyConnectedOptions")], [0], [2])
+    return write(directory, "hybrid_fc", model)

@@ -188,3 +188,28 @@ def read_graph(path: Path) -> TfliteGraph:
     except Exception as err:  # the flatbuffer reader raises anything on corrupt data
         raise ModelError(f"{path.name} is a corrupt TFLite model: {type(err).__name__}: {err}") from None
     return TfliteGraph(path.stem, tensors, operators, inputs, outputs)
+
+
+def hybrid_operators(graph: TfliteGraph) -> list[str]:
+    """Operators with float activations and int8 constant weights (dynamic-range quantization)."""
+    found = []
+    for op in graph.operators:
+        inputs = [graph.tensors[i] for i in op.inputs if i >= 0]
+        floats = any(t.data is None and t.dtype == "float32" for t in inputs)
+        weights = any(t.data is not None and t.dtype == "int8" and t.quantized for t in inputs)
+        if floats and weights:
+            found.append(op.op)
+    return list(dict.fromkeys(found))
+
+
+def hybrid_message(graph: TfliteGraph, backend: str) -> str:
+    """'' for a fully integer or float model; else why `backend` cannot run it and how to convert."""
+    ops = hybrid_operators(graph)
+    if not ops:
+        return ""
+    return (
+        f"{graph.name} is a hybrid (dynamic-range) quantized model: {', '.join(ops)} take float activations "
+        f"with int8 weights, which {backend} does not run; convert it with full integer quantization "
+        "(a representative dataset: TFLiteConverter with optimizations=[DEFAULT] and representative_dataset) "
+        "or use the float model"
+    )

@@ -180,3 +180,12 @@ def test_tflm_oracle_without_tflm_says_no_reference(tmp_path, mlonmcu):
     row = report(home).iloc[0]
     assert row["Validation"] == "no reference"
     assert "TFLM oracle cannot run" in row["Validation Detail"] and "mlonmcu setup tflm" in row["Validation Detail"]
+
+
+def test_a_hybrid_model_is_named_as_such(integration_home, mlonmcu, tmp_path):
+    from tflite_builder import hybrid_model
+
+    code, _ = mlonmcu("flow", "build", hybrid_model(tmp_path), "-b", "tvmaot", "-H", integration_home)
+    assert code == 1
+    reason = report(integration_home).iloc[0]["Reason"]
+    assert "hybrid (dynamic-range) quantized model: FULLY_CONNECTED" in reason and "full integer" in reason

@@ -285,3 +285,11 @@ def test_tflm_is_the_oracle_where_litert_refuses(tflm_home, mlonmcu, tmp_path):
     assert "reference: TFLM on the host" in row["Validation Detail"]
     run_dir = tflm_home / "sessions" / "latest" / "runs" / "0"
     assert (run_dir / "oracle" / "run" / "outputs.npz").is_file()  # the oracle's own run, beside ours
+
+
+def test_tflmi_names_a_hybrid_model(tflm_home, mlonmcu, tmp_path):
+    from tflite_builder import hybrid_model
+
+    code, _ = mlonmcu("flow", "build", hybrid_model(tmp_path), "-b", "tflmi", "-H", tflm_home)
+    assert code == 1
+    assert "hybrid (dynamic-range) quantized model" in report(tflm_home).iloc[0]["Reason"]

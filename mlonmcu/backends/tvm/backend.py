@@ -22,7 +22,7 @@ from mlonmcu.backends.tvm.schedule import schedule_for_mcu
 from mlonmcu.config import Option
 from mlonmcu.contracts import BuildResult, ModelInfo, encode
 from mlonmcu.errors import StageError
-from mlonmcu.models.tflite_graph import TfliteGraph, read_graph
+from mlonmcu.models.tflite_graph import TfliteGraph, hybrid_message, read_graph
 
 logger = logging.getLogger("mlonmcu.tvmaot")
 
@@ -101,22 +101,22 @@ class TvmAotBackend(Backend):
         """The Relax module, its `Float Ops` and which importer made it (for the build log)."""
         choice = self.opt("importer")
         importer = "relax"
-        if self.opt("quant") == "integer" and choice != "relax":
-            graph = graph or read_graph(path)
-            if _int8(graph):
-                try:
-                    mod, report = build_direct(graph, self.schedule())
-                    return mod, report.float_summary() or "none", "direct"
-                except NotCovered as err:
-                    if choice == "direct":
-                        raise StageError(
-                            f"tvmaot.importer=direct has no integer kernel for {path.name}: {err}; "
-                            "tvmaot.importer=relax uses TVM's importer (unmatched operators stay float)"
-                        ) from None
-                    logger.warning(
-                        "%s: %s not covered by the direct integer path: TVM's importer instead", path.name, err
-                    )
-                    importer = f"relax (direct: {err})"
+        graph = graph or read_graph(path)
+        hybrid = hybrid_message(graph, "tvmaot")
+        if hybrid:
+            raise StageError(hybrid)
+        if self.opt("quant") == "integer" and choice != "relax" and _int8(graph):
+            try:
+                mod, report = build_direct(graph, self.schedule())
+                return mod, report.float_summary() or "none", "direct"
+            except NotCovered as err:
+                if choice == "direct":
+                    raise StageError(
+                        f"tvmaot.importer=direct has no integer kernel for {path.name}: {err}; "
+                        "tvmaot.importer=relax uses TVM's importer (unmatched operators stay float)"
+                    ) from None
+                logger.warning("%s: %s not covered by the direct integer path: TVM's importer instead", path.name, err)
+                importer = f"relax (direct: {err})"
         mod = import_tflite(path)
         if not is_quantized(mod):
             return mod, "", importer
