@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from mlonmcu.backends.tvm.integer.graph import Quantized
     from mlonmcu.backends.tvm.integer.patterns import Output
 
+Shape = tuple[int, ...]
+Shapes = tuple[Shape, Shape]  # the two inputs of a broadcasting operator
 ADD_LEFT_SHIFT = 20  # int8 ADD works on inputs scaled by 2^20
 
 
@@ -96,13 +98,7 @@ def _strides(shape: tuple[int, ...], rank: int) -> list[int]:
     return strides
 
 
-def binary_kernel(
-    name: str,
-    op: str,
-    shapes: tuple[tuple[int, ...], tuple[int, ...]],
-    out_shape: tuple[int, ...],
-    scalar: Callable[[Any, Any], Any],
-) -> Any:
+def binary_kernel(name: str, op: str, shapes: Shapes, out_shape: Shape, scalar: Callable[[Any, Any], Any]) -> Any:
     """out = scalar(int32(a), int32(b)) elementwise, the inputs broadcast as numpy (and TFLite) do."""
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
@@ -127,13 +123,7 @@ def binary_kernel(
 
 
 def add_kernel(
-    name: str,
-    shapes: tuple[tuple[int, ...], tuple[int, ...]],
-    out_shape: tuple[int, ...],
-    a: Quantized,
-    b: Quantized,
-    out: Output,
-    subtract: bool = False,
+    name: str, shapes: Shapes, out_shape: Shape, a: Quantized, b: Quantized, out: Output, subtract: bool = False
 ) -> Any:
     """TFLite ADD / SUB: both inputs scaled by 2^20 and to the larger scale, then requantized."""
     (ma, sa), (mb, sb), (mo, so) = add_params(a, b, out)
@@ -148,14 +138,7 @@ def add_kernel(
     return binary_kernel(name, "SUB" if subtract else "ADD", shapes, out_shape, scalar)
 
 
-def mul_kernel(
-    name: str,
-    shapes: tuple[tuple[int, ...], tuple[int, ...]],
-    out_shape: tuple[int, ...],
-    a: Quantized,
-    b: Quantized,
-    out: Output,
-) -> Any:
+def mul_kernel(name: str, shapes: Shapes, out_shape: Shape, a: Quantized, b: Quantized, out: Output) -> Any:
     """TFLite MUL: (a − zp_a)·(b − zp_b) requantized by s_a·s_b/s_out (in double)."""
     real = float(np.float32(a.scalar_scale)) * float(np.float32(b.scalar_scale)) / float(np.float32(out.scale))
     multiplier, shift = quantize_multiplier(real)
@@ -167,14 +150,7 @@ def mul_kernel(
     return binary_kernel(name, "MUL", shapes, out_shape, scalar)
 
 
-def prelu_kernel(
-    name: str,
-    shapes: tuple[tuple[int, ...], tuple[int, ...]],
-    out_shape: tuple[int, ...],
-    x: Quantized,
-    alpha: Quantized,
-    out: Output,
-) -> Any:
+def prelu_kernel(name: str, shapes: Shapes, out_shape: Shape, x: Quantized, alpha: Quantized, out: Output) -> Any:
     """TFLite PRELU: x − zp for x ≥ zp, else (x − zp)·(α − zp_α), each with its own multiplier
     (s_x/s_out and s_x·s_α/s_out, in double); α broadcast against x."""
     from tvm import tirx
