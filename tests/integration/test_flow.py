@@ -189,3 +189,26 @@ def test_a_hybrid_model_is_named_as_such(integration_home, mlonmcu, tmp_path):
     assert code == 1
     reason = report(integration_home).iloc[0]["Reason"]
     assert "hybrid (dynamic-range) quantized model: FULLY_CONNECTED" in reason and "full integer" in reason
+
+
+def test_float_dense_over_one_input_is_right(integration_home, mlonmcu, tmp_path):
+    """A matmul with K = 1 (hello_world's first layer): TVM's reverse_compute_inline put the
+    fused bias and relu into the reduction's init too, and the outputs were wrong."""
+    import numpy as np
+    from tflite_builder import Op, Tensor, build, const, write
+
+    rng = np.random.default_rng(3)
+    tensors = [
+        Tensor((1, 1), "float32"),
+        const(rng.normal(size=(16, 1)).astype(np.float32)),
+        const(rng.normal(size=16).astype(np.float32)),
+        Tensor((1, 16), "float32"),
+    ]
+    fc = Op("FULLY_CONNECTED", [0, 1, 2], [3], {"FusedActivationFunction": 1}, "FullyConnectedOptions")
+    model = write(tmp_path, "dense_k1", build(tensors, [fc], [0], [3]))
+    code, output = mlonmcu(
+        "flow", "run", model, "-b", "tvmaot", "-t", "host_x86", "-f", "validate", "-H", integration_home
+    )
+    assert code == 0, output
+    row = report(integration_home).iloc[0]
+    assert row["Validation"] == "pass" and row["Max Abs Error"] < 1e-6, row["Validation Detail"]

@@ -25,9 +25,14 @@ def _inline_injective(sch: Any) -> None:
     while changed:
         changed = False
         for info in normalize_prim_func(sch) or []:
-            if not info.is_injective():
+            if not info.is_injective() or _reduces(sch, info.block_rv):
                 continue
-            for primitive in (sch.compute_inline, sch.reverse_compute_inline):
+            primitives = [sch.compute_inline]
+            # an epilogue inlined into a reduction with an init statement (after normalisation a
+            # matmul with K = 1 is one) lands in the init too: relu(bias) + x·w + bias
+            if not any(_reduces(sch, producer) for producer in sch.get_producers(info.block_rv)):
+                primitives.append(sch.reverse_compute_inline)
+            for primitive in primitives:
                 try:
                     primitive(info.block_rv)
                 except Exception:  # the primitive's preconditions are checked by trying it
@@ -36,6 +41,10 @@ def _inline_injective(sch: Any) -> None:
                 break
             if changed:
                 break
+
+
+def _reduces(sch: Any, block_rv: Any) -> bool:
+    return sch.get(block_rv).init is not None
 
 
 def _fuse_epilogues(sch: Any) -> None:
