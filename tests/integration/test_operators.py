@@ -192,6 +192,18 @@ SHAPED = {
         [q(X, 0.04, -7), const(RNG.integers(-128, 128, (1, 1, 8)).astype(np.int8), 0.01, 5), q(X, 0.03, -2)],
         Op("PRELU", [0, 1], [2]),
     ),
+    "batch_matmul": (  # attention-style: both operands activations, batches broadcast
+        [q((2, 3, 5, 8), 0.04, -7), q((1, 3, 8, 4), 0.05, 9), q((2, 3, 5, 4), 0.4, -3)],
+        Op("BATCH_MATMUL", [0, 1], [2], {}, "BatchMatMulOptions"),
+    ),
+    "batch_matmul_adjoint_const": (
+        [
+            q((4, 6), 0.04, -7),
+            const(RNG.integers(-128, 128, (5, 4)).astype(np.int8), 0.02, 0),
+            q((6, 5), 0.1, 2),
+        ],
+        Op("BATCH_MATMUL", [0, 1], [2], {"AdjX": True, "AdjY": True}, "BatchMatMulOptions"),
+    ),
     "float_interface": (  # the converter's default: float32 in and out, int8 inside
         [
             Tensor(X, "float32", name="in"),

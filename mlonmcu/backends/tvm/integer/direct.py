@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer import elementwise, lut, movement, pooling, softmax
+from mlonmcu.backends.tvm.integer import elementwise, lut, matmul, movement, pooling, softmax
 from mlonmcu.backends.tvm.integer.fixedpoint import round_half_away
 from mlonmcu.backends.tvm.integer.graph import Quantized
 from mlonmcu.backends.tvm.integer.lowering import LoweringReport
@@ -91,6 +91,7 @@ class DirectBuilder:
             "CONV_2D": self._conv,
             "DEPTHWISE_CONV_2D": self._conv,
             "FULLY_CONNECTED": self._dense,
+            "BATCH_MATMUL": self._batch_matmul,
             "ADD": self._binary,
             "SUB": self._binary,
             "MUL": self._binary,
@@ -280,6 +281,28 @@ class DirectBuilder:
         if out_tensor.shape != result_shape:  # keep_num_dims, or a batch of one written as [O]
             return relax.op.reshape(self.builder.emit(result), out_tensor.shape)
         return result
+
+    def _batch_matmul(self, op: Operator) -> Any:
+        """Both operands may be activations (attention) or constants; per-tensor quantization."""
+        operands = [self._int8(op, self.graph.input(op, i), f"input {i}") for i in (0, 1)]
+        out = self._int8(op, self.graph.output(op), "output")
+        if not all(t.per_tensor for t in operands):
+            raise NotCovered(op, "per-channel quantized operands")
+        lhs, rhs = operands
+        spec = matmul.MatmulSpec(
+            name=self.name("batch_matmul"),
+            lhs_shape=lhs.shape,
+            rhs_shape=rhs.shape,
+            out_shape=out.shape,
+            adj_x=bool(op.options.get("AdjX", False)),
+            adj_y=bool(op.options.get("AdjY", False)),
+            lhs_zero=lhs.scalar_zero_point,
+            rhs_zero=rhs.scalar_zero_point,
+            out_zero=out.scalar_zero_point,
+            multiplier=matmul.batch_multiplier(lhs.scalar_scale, rhs.scalar_scale, out.scalar_scale),
+        )
+        kernel = matmul.batch_matmul_kernel(spec)
+        return self._call(Lowered(None, op.op, kernel, [self.operand(lhs), self.operand(rhs)], out.shape))
 
     def _binary(self, op: Operator) -> Any:
         """ADD, SUB, MUL with TFLite's broadcasting."""
