@@ -204,6 +204,40 @@ SHAPED = {
         ],
         Op("BATCH_MATMUL", [0, 1], [2], {"AdjX": True, "AdjY": True}, "BatchMatMulOptions"),
     ),
+    "average_pool_relu6_same": (
+        [q(X, 0.04, -7), q((1, 3, 3, 8), 0.04, -7)],
+        Op(
+            "AVERAGE_POOL_2D",
+            [0],
+            [1],
+            {
+                "Padding": 0,
+                "StrideH": 2,
+                "StrideW": 2,
+                "FilterHeight": 3,
+                "FilterWidth": 2,
+                "FusedActivationFunction": 3,
+            },
+            "Pool2DOptions",
+        ),
+    ),
+    "max_pool_relu": (
+        [q(X, 0.04, -7), q((1, 3, 2, 8), 0.04, -7)],
+        Op(
+            "MAX_POOL_2D",
+            [0],
+            [1],
+            {
+                "Padding": 1,
+                "StrideH": 2,
+                "StrideW": 2,
+                "FilterHeight": 2,
+                "FilterWidth": 2,
+                "FusedActivationFunction": 1,
+            },
+            "Pool2DOptions",
+        ),
+    ),
     "float_interface": (  # the converter's default: float32 in and out, int8 inside
         [
             Tensor(X, "float32", name="in"),

@@ -384,20 +384,19 @@ class DirectBuilder:
             top = bottom = left = right = 0
         return pool, strides, (top, left, bottom, right)
 
-    def _same_quantization(self, op: Operator, x: Tensor, out_tensor: Tensor) -> None:
+    def _same_quantization(self, op: Operator, x: Tensor, out_tensor: Tensor) -> Output:
         if (x.scalar_scale, x.scalar_zero_point) != (out_tensor.scalar_scale, out_tensor.scalar_zero_point):
             raise NotCovered(op, "input and output quantized differently")
-        out = output_of(op, out_tensor)
-        if (out.act_min, out.act_max) != (INT8_MIN, INT8_MAX):
-            raise NotCovered(op, "a fused activation")
+        return output_of(op, out_tensor)
 
     def _average_pool(self, op: Operator) -> Any:
         x_tensor, x = self._activation(op, 0)
         out_tensor = self._int8(op, self.graph.output(op), "output")
-        self._same_quantization(op, x_tensor, out_tensor)
+        out = self._same_quantization(op, x_tensor, out_tensor)
         pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
+        act = (out.act_min, out.act_max)
         kernel = pooling.average_pool_kernel(
-            self.name("average_pool2d"), x_tensor.shape, out_tensor.shape, pool, strides, padding
+            self.name("average_pool2d"), x_tensor.shape, out_tensor.shape, pool, strides, padding, act
         )
         return self._call(Lowered(None, "AVERAGE_POOL_2D", kernel, [x.value], out_tensor.shape))
 
@@ -406,10 +405,13 @@ class DirectBuilder:
 
         x_tensor, x = self._activation(op, 0)
         out_tensor = self._int8(op, self.graph.output(op), "output")
-        self._same_quantization(op, x_tensor, out_tensor)
+        out = self._same_quantization(op, x_tensor, out_tensor)
         pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
         self.report.lowered[op.op] += 1
-        return relax.op.nn.max_pool2d(x.value, pool, strides, padding=padding, layout="NHWC")
+        pooled = relax.op.nn.max_pool2d(x.value, pool, strides, padding=padding, layout="NHWC")
+        if (out.act_min, out.act_max) == (INT8_MIN, INT8_MAX):
+            return pooled
+        return relax.op.clip(self.builder.emit(pooled), out.act_min, out.act_max)
 
     def _mean(self, op: Operator) -> Any:
         x_tensor, x = self._activation(op, 0)

@@ -20,8 +20,10 @@ def average_pool_kernel(
     pool: tuple[int, int],
     strides: tuple[int, int],
     padding: tuple[int, ...],
+    act: tuple[int, int] = (-128, 127),
 ) -> Any:
-    """Sum of the valid window, divided with rounding half away from zero (TFLite AveragePool)."""
+    """Sum of the valid window, divided with rounding half away from zero (TFLite AveragePool),
+    clamped to the fused activation's range `act`."""
     from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
@@ -51,7 +53,7 @@ def average_pool_kernel(
                     rounded = tirx.Select(
                         total > zero, tirx.truncdiv(total + half, count), tirx.truncdiv(total - half, count)
                     )
-                    store_int8(y, clamp(rounded, -128, 127), [n, oh, ow, c])
+                    store_int8(y, clamp(rounded, *act), [n, oh, ow, c])
     return ib.get()
 
 
