@@ -36,6 +36,12 @@ def moving(op: str, out: tuple[int, ...], constants: tuple = (), options: str = 
     return build(tensors, [Op(op, list(range(n)), [n], opts, options)], [0], [n])
 
 
+def moving_requant(op: str, out: tuple[int, ...], axes: list[int], out_scale: float = 0.03, **opts):
+    """Reductions that requantize: x (0.04, -7) and constant axes → out (its own quantization)."""
+    tensors = [q(X, 0.04, -7), const(np.asarray(axes, np.int32)), q(out, out_scale, 4)]
+    return build(tensors, [Op(op, [0, 1], [2], opts, "ReducerOptions", version=2)], [0], [2])
+
+
 def binary(op: str, a: tuple[int, ...], b: tuple[int, ...], options: str, act: int = 0):
     out = tuple(np.broadcast_shapes(a, b))
     tensors = [q(a, 0.03, 5), q(b, 0.05, -20), q(out, 0.07, -3)]
@@ -134,6 +140,8 @@ CASES: dict[str, Callable[[], bytes]] = {
     ),
     "maximum": lambda: binary("MAXIMUM", X, (1, 1, 5, 8), ""),
     "minimum": lambda: binary("MINIMUM", X, X, ""),
+    "mean_channels": lambda: moving_requant("MEAN", (1, 6, 5), [3], KeepDims=False),
+    "mean_rows_keep": lambda: moving_requant("MEAN", (1, 1, 5, 8), [1], KeepDims=True),
     "reduce_max": lambda: moving("REDUCE_MAX", (1, 1, 1, 8), ([1, 2],), "ReducerOptions", KeepDims=True),
     "arg_max": lambda: moving("ARG_MAX", (1, 6, 5), ([3],), "ArgMaxOptions", dtype_out="int32", OutputType=2),
     "arg_min": lambda: moving("ARG_MIN", (1, 6, 8), ([2],), "ArgMinOptions", dtype_out="int32", OutputType=2),

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import math
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier
-from mlonmcu.backends.tvm.integer.tir import accumulators, clamp, i32, local, prim_func, root_block, store_int8
+from mlonmcu.backends.tvm.integer.tir import (
+    accumulators,
+    clamp,
+    flat_view,
+    i32,
+    local,
+    prim_func,
+    root_block,
+    store_int8,
+)
 
 if TYPE_CHECKING:
     from mlonmcu.backends.tvm.integer.graph import Quantized
@@ -65,24 +75,47 @@ def mean_multiplier(input_scale: float, output_scale: float, count: int) -> tupl
 
 
 def mean_kernel(name: str, in_shape: tuple[int, ...], out_shape: tuple[int, ...], q: Quantized, out: Output) -> Any:
-    """MEAN over H and W of an NHWC tensor: sum of raw values, zero point and count folded."""
+    """MEAN over H and W of an NHWC tensor (TFLite's special case; the general one is the same)."""
+    return reduce_kernel(name, "MEAN", in_shape, (1, 2), out_shape, q, out)
+
+
+def reduce_kernel(
+    name: str,
+    op: str,
+    in_shape: tuple[int, ...],
+    axes: tuple[int, ...],
+    out_shape: tuple[int, ...],
+    q: Quantized,
+    out: Output,
+) -> Any:
+    """MEAN or SUM over `axes`: the raw values summed in int32, the zero point (× count) taken
+    off, then one requantization — for MEAN with the division by the count folded into the
+    multiplier, as TFLite's integer QuantizedMeanOrSum does."""
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
-    n_, h, w, c_ = in_shape
-    count = h * w
-    multiplier, shift = mean_multiplier(q.scalar_scale, out.scale, count)
-    with IRBuilder() as ib, prim_func(name, ["MEAN"], 0):
+    kept = [a for a in range(len(in_shape)) if a not in axes]
+    count = math.prod(in_shape[a] for a in axes)
+    if op == "MEAN":
+        multiplier, shift = mean_multiplier(q.scalar_scale, out.scale, count)
+    else:
+        multiplier, shift = quantize_multiplier(q.scalar_scale / out.scale)
+    with IRBuilder() as ib, prim_func(name, [op], 0):
         x = T.arg("x", T.Buffer(in_shape, "int8"))
         y = T.arg("y", T.Buffer(out_shape, "int8"))
         with root_block():
             acc = accumulators(1)
-            with T.serial(0, n_) as n, T.serial(0, c_) as c:
+            y_flat = flat_view(y, out_shape)
+            with ExitStack() as outer:
+                index = {a: outer.enter_context(T.serial(0, in_shape[a])) for a in kept}
                 T.buffer_store(acc, 0, [0])
-                with T.serial(0, h) as ih, T.serial(0, w) as iw:
-                    T.buffer_store(acc, acc[0] + i32(x[n, ih, iw, c]), [0])
+                with ExitStack() as inner:
+                    index.update({a: inner.enter_context(T.serial(0, in_shape[a])) for a in axes})
+                    T.buffer_store(acc, acc[0] + i32(x[tuple(index[a] for a in range(len(in_shape)))]), [0])
                 centred = local(acc[0] - q.scalar_zero_point * count, "int32")
                 value = multiply_by_constant(centred, multiplier, shift) + out.zero_point
-                index = [n, c] if len(out_shape) == 2 else [n, 0, 0, c]
-                store_int8(y, clamp(value, -128, 127), index)
+                position = 0
+                for a in kept:
+                    position = position * in_shape[a] + index[a]
+                store_int8(y_flat, clamp(value, -128, 127), [position])
     return ib.get()
