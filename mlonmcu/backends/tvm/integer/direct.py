@@ -414,8 +414,9 @@ class DirectBuilder:
         return relax.op.clip(self.builder.emit(pooled), out.act_min, out.act_max)
 
     def _mean(self, op: Operator) -> Any:
-        """MEAN over any constant axes (keep_dims or not). SUM would be the same kernel, but no oracle
-        judges it yet: LiteRT's reference SUM returns -1s for int8 and tflmi cannot size its arena."""
+        """MEAN over any constant axes (keep_dims or not). (SUM is the same sum with another
+        multiplier, but no oracle judges it yet: LiteRT's reference SUM returns -1s for int8 and
+        tflmi cannot size its arena for it.)"""
         x_tensor, x = self._activation(op, 0)
         axes_tensor = self.graph.input(op, 1)
         out_tensor = self._int8(op, self.graph.output(op), "output")
@@ -423,7 +424,7 @@ class DirectBuilder:
             raise NotCovered(op, "axes that are not constant")
         axes = tuple(sorted({int(a) % len(x_tensor.shape) for a in axes_tensor.data.reshape(-1)}))
         out = output_of(op, out_tensor)
-        kernel = pooling.reduce_kernel(self.name(op.op.lower()), op.op, x_tensor.shape, axes, out_tensor.shape, x, out)
+        kernel = pooling.reduce_mean_kernel(self.name("mean"), x_tensor.shape, axes, out_tensor.shape, x, out)
         return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
 
     def _softmax(self, op: Operator) -> Any:

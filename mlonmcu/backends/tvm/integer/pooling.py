@@ -76,31 +76,22 @@ def mean_multiplier(input_scale: float, output_scale: float, count: int) -> tupl
 
 def mean_kernel(name: str, in_shape: tuple[int, ...], out_shape: tuple[int, ...], q: Quantized, out: Output) -> Any:
     """MEAN over H and W of an NHWC tensor (TFLite's special case; the general one is the same)."""
-    return reduce_kernel(name, "MEAN", in_shape, (1, 2), out_shape, q, out)
+    return reduce_mean_kernel(name, in_shape, (1, 2), out_shape, q, out)
 
 
-def reduce_kernel(
-    name: str,
-    op: str,
-    in_shape: tuple[int, ...],
-    axes: tuple[int, ...],
-    out_shape: tuple[int, ...],
-    q: Quantized,
-    out: Output,
+def reduce_mean_kernel(
+    name: str, in_shape: tuple[int, ...], axes: tuple[int, ...], out_shape: tuple[int, ...], q: Quantized, out: Output
 ) -> Any:
-    """MEAN or SUM over `axes`: the raw values summed in int32, the zero point (× count) taken
-    off, then one requantization — for MEAN with the division by the count folded into the
-    multiplier, as TFLite's integer QuantizedMeanOrSum does."""
+    """MEAN over `axes`: the raw values summed in int32, the zero point (× count) taken off, then
+    one requantization with the division by the count folded into the multiplier, as TFLite's
+    integer QuantizedMeanOrSum does."""
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
     kept = [a for a in range(len(in_shape)) if a not in axes]
     count = math.prod(in_shape[a] for a in axes)
-    if op == "MEAN":
-        multiplier, shift = mean_multiplier(q.scalar_scale, out.scale, count)
-    else:
-        multiplier, shift = quantize_multiplier(q.scalar_scale / out.scale)
-    with IRBuilder() as ib, prim_func(name, [op], 0):
+    multiplier, shift = mean_multiplier(q.scalar_scale, out.scale, count)
+    with IRBuilder() as ib, prim_func(name, ["MEAN"], 0):
         x = T.arg("x", T.Buffer(in_shape, "int8"))
         y = T.arg("y", T.Buffer(out_shape, "int8"))
         with root_block():
