@@ -110,6 +110,9 @@ CASES: dict[str, Callable[[], bytes]] = {
     "relu": lambda: unary("RELU"),
     "relu6": lambda: unary("RELU6", out_scale=0.025, out_zp=-128),
     "relu_n1_to_1": lambda: unary("RELU_N1_TO_1", out_scale=0.008, out_zp=0),
+    "relu_0_to_1": lambda: unary("RELU_0_TO_1", out_scale=0.004, out_zp=-128),
+    "requantize": lambda: unary("QUANTIZE", out_scale=0.013, out_zp=20),
+    "softmax": lambda: unary("SOFTMAX", "SoftmaxOptions", out_scale=1 / 256, out_zp=-128, Beta=1.0),
     "leaky_relu": lambda: unary("LEAKY_RELU", options="LeakyReluOptions", Alpha=0.1),
     "leaky_relu_wide": lambda: unary("LEAKY_RELU", options="LeakyReluOptions", out_scale=0.09, out_zp=-30, Alpha=0.3),
     "hard_swish": lambda: unary("HARD_SWISH", out_scale=0.03, out_zp=-40),
@@ -245,6 +248,14 @@ SHAPED = {
             },
             "Pool2DOptions",
         ),
+    ),
+    "squeeze_expand_dims": (
+        [q(X, 0.04, -7), q((6, 5, 8), 0.04, -7), q((6, 1, 5, 8), 0.04, -7), const(np.array([1], np.int32))],
+        [Op("SQUEEZE", [0], [1], {"SqueezeDims": [0]}, "SqueezeOptions"), Op("EXPAND_DIMS", [1, 3], [2])],
+    ),
+    "concatenation": (
+        [q(X, 0.04, -7), q((1, 6, 5, 3), 0.04, -7), q((1, 6, 5, 11), 0.04, -7)],
+        Op("CONCATENATION", [0, 1], [2], {"Axis": 3}, "ConcatenationOptions"),
     ),
     "float_interface": (  # the converter's default: float32 in and out, int8 inside
         [
