@@ -6,17 +6,9 @@ import math
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
+from mlonmcu.backends.tvm.integer import tir
 from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier
-from mlonmcu.backends.tvm.integer.tir import (
-    accumulators,
-    clamp,
-    flat_view,
-    i32,
-    local,
-    prim_func,
-    root_block,
-    store_int8,
-)
+from mlonmcu.backends.tvm.integer.tir import accumulators, clamp, i32, local, prim_func, root_block, store_int8
 
 if TYPE_CHECKING:
     from mlonmcu.backends.tvm.integer.graph import Quantized
@@ -96,7 +88,7 @@ def reduce_mean_kernel(
         y = T.arg("y", T.Buffer(out_shape, "int8"))
         with root_block():
             acc = accumulators(1)
-            y_flat = flat_view(y, out_shape)
+            y_flat = tir.flat_view(y, out_shape)
             with ExitStack() as outer:
                 index = {a: outer.enter_context(T.serial(0, in_shape[a])) for a in kept}
                 T.buffer_store(acc, 0, [0])
