@@ -106,6 +106,7 @@ CASES: dict[str, Callable[[], bytes]] = {
     "sub": lambda: binary("SUB", X, X, "SubOptions"),
     "sub_broadcast": lambda: binary("SUB", (1, 1, 5, 8), (1, 6, 1, 8), "SubOptions", act=3),
     "mul": lambda: binary("MUL", X, X, "MulOptions"),
+    "squared_difference": lambda: binary("SQUARED_DIFFERENCE", X, (1, 1, 5, 8), ""),
     "mul_broadcast_vector": lambda: binary("MUL", X, (8,), "MulOptions", act=1),
     "relu": lambda: unary("RELU"),
     "relu6": lambda: unary("RELU6", out_scale=0.025, out_zp=-128),
@@ -119,6 +120,7 @@ CASES: dict[str, Callable[[], bytes]] = {
     "hard_swish_narrow": lambda: unary("HARD_SWISH", out_scale=0.011, out_zp=-100),
     "logistic": lambda: unary("LOGISTIC", out_scale=1 / 256, out_zp=-128),
     "tanh": lambda: unary("TANH", out_scale=1 / 128, out_zp=0),
+    "exp": lambda: unary("EXP", out_scale=0.9, out_zp=-128, version=2),
     "transpose": lambda: moving("TRANSPOSE", (1, 8, 6, 5), ([0, 3, 1, 2],)),
     "pad": lambda: moving("PAD", (1, 9, 8, 8), ([[0, 0], [1, 2], [2, 1], [0, 0]],)),
     "mirror_pad_reflect": lambda: moving(

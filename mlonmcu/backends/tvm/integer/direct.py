@@ -95,6 +95,7 @@ class DirectBuilder:
             "ADD": self._binary,
             "SUB": self._binary,
             "MUL": self._binary,
+            "SQUARED_DIFFERENCE": self._binary,
             **dict.fromkeys(_RELUS, self._relu),
             "LEAKY_RELU": self._leaky_relu,
             "PRELU": self._prelu,
@@ -305,7 +306,7 @@ class DirectBuilder:
         return self._call(Lowered(None, op.op, kernel, [self.operand(lhs), self.operand(rhs)], out.shape))
 
     def _binary(self, op: Operator) -> Any:
-        """ADD, SUB, MUL with TFLite's broadcasting."""
+        """ADD, SUB, MUL, SQUARED_DIFFERENCE with TFLite's broadcasting."""
         a_tensor, a = self._activation(op, 0)
         b_tensor, b = self._activation(op, 1)
         out_tensor = self._int8(op, self.graph.output(op), "output")
@@ -316,6 +317,8 @@ class DirectBuilder:
         name = self.name(op.op.lower())
         if op.op == "MUL":
             kernel = elementwise.mul_kernel(name, shapes, out_tensor.shape, a, b, out)
+        elif op.op == "SQUARED_DIFFERENCE":
+            kernel = elementwise.squared_difference_kernel(name, shapes, out_tensor.shape, a, b, out)
         else:
             kernel = elementwise.add_kernel(name, shapes, out_tensor.shape, a, b, out, subtract=op.op == "SUB")
         return self._call(Lowered(None, op.op, kernel, [a.value, b.value], out_tensor.shape))

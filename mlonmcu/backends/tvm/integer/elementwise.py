@@ -150,6 +150,25 @@ def mul_kernel(name: str, shapes: Shapes, out_shape: Shape, a: Quantized, b: Qua
     return binary_kernel(name, "MUL", shapes, out_shape, scalar)
 
 
+def squared_difference_kernel(
+    name: str, shapes: Shapes, out_shape: Shape, a: Quantized, b: Quantized, out: Output
+) -> Any:
+    """TFLite SQUARED_DIFFERENCE: both inputs ×2^7 and to the larger scale, the difference squared
+    in int32, then requantized by (2·max s)²/(2^14·s_out)."""
+    s_a, s_b = float(np.float32(a.scalar_scale)), float(np.float32(b.scalar_scale))
+    twice_max = 2.0 * max(s_a, s_b)
+    (ma, sa), (mb, sb) = quantize_multiplier(s_a / twice_max), quantize_multiplier(s_b / twice_max)
+    mo, so = quantize_multiplier(twice_max * twice_max / ((1 << 14) * float(np.float32(out.scale))))
+
+    def scalar(xa: Any, xb: Any) -> Any:
+        va = multiply_by_constant(local((xa - a.scalar_zero_point) * (1 << 7), "int32"), ma, sa)
+        vb = multiply_by_constant(local((xb - b.scalar_zero_point) * (1 << 7), "int32"), mb, sb)
+        diff = local(va - vb, "int32")
+        return clamp(multiply_by_constant(local(diff * diff, "int32"), mo, so) + out.zero_point, -128, 127)
+
+    return binary_kernel(name, "SQUARED_DIFFERENCE", shapes, out_shape, scalar)
+
+
 def prelu_kernel(name: str, shapes: Shapes, out_shape: Shape, x: Quantized, alpha: Quantized, out: Output) -> Any:
     """TFLite PRELU: x − zp for x ≥ zp, else (x − zp)·(α − zp_α), each with its own multiplier
     (s_x/s_out and s_x·s_α/s_out, in double); α broadcast against x."""

@@ -6,7 +6,7 @@ TFLite's per-element fixed point, and exact by construction as long as the table
 
 - HARD_SWISH: TFLite's (and TFLite Micro's) 16-bit fixed-point reference arithmetic, emulated
   with Python integers (C's truncating division and int16 wrap-around spelled out).
-- LOGISTIC, TANH: LiteRT fills a table the same way, in float32 (dequantize, transform, round
+- LOGISTIC, TANH, EXP: LiteRT fills a table the same way, in float32 (dequantize, transform, round
   half away from zero, requantize); the transform is the C library's `expf`/`tanhf` (called
   through ctypes) so the float32 results are the ones LiteRT computes. TFLite Micro computes
   these two in gemmlowp fixed point instead (up to 1 LSB apart; `validate.reference=tflm` shows it).
@@ -120,6 +120,7 @@ def float_table(
 TRANSFORMS: dict[str, Callable[[float], float]] = {
     "LOGISTIC": lambda x: _f32(1.0) / _f32(_f32(1.0) + _f32(_libm.expf(-x))),
     "TANH": lambda x: float(_libm.tanhf(x)),
+    "EXP": lambda x: float(_libm.expf(x)),
 }
 
 
