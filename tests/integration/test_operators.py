@@ -259,6 +259,29 @@ SHAPED = {
         [q(X, 0.04, -7), q((1, 6, 5, 3), 0.04, -7), q((1, 6, 5, 11), 0.04, -7)],
         Op("CONCATENATION", [0, 1], [2], {"Axis": 3}, "ConcatenationOptions"),
     ),
+    "shape_flatten": (  # Keras' Flatten: SHAPE → STRIDED_SLICE → PACK → RESHAPE
+        [
+            q(X, 0.04, -7),
+            Tensor((4,), "int32"),
+            Tensor((), "int32"),
+            const(np.array([0], np.int32)),
+            const(np.array([1], np.int32)),
+            const(np.array([1], np.int32)),
+            const(np.array(-1, np.int32)),
+            Tensor((2,), "int32"),
+            q((1, 240), 0.04, -7),
+        ],
+        [
+            Op("SHAPE", [0], [1], {"OutType": 2}, "ShapeOptions"),
+            Op("STRIDED_SLICE", [1, 3, 4, 5], [2], {"ShrinkAxisMask": 1}, "StridedSliceOptions"),
+            Op("PACK", [2, 6], [7], {"ValuesCount": 2, "Axis": 0}, "PackOptions"),
+            Op("RESHAPE", [0, 7], [8]),
+        ],
+    ),
+    "mul_constant": (  # MobileNetV3's hard-sigmoid: x · (1/6) with the constant quantized
+        [q(X, 0.04, -7), const(np.array([85], np.int8), 0.002, -128), q(X, 0.009, -100)],
+        Op("MUL", [0, 1], [2], {}, "MulOptions"),
+    ),
     "float_interface": (  # the converter's default: float32 in and out, int8 inside
         [
             Tensor(X, "float32", name="in"),

@@ -126,13 +126,15 @@ class DirectBuilder:
             )
         return tensor
 
-    def _activation(self, op: Operator, position: int) -> tuple[Tensor, Quantized]:
+    def _activation(self, op: Operator, position: int, constant: bool = False) -> tuple[Tensor, Quantized]:
+        """A per-tensor quantized int8 input; `constant`: a constant one is fine too (elementwise
+        operands, e.g. MobileNetV3's hard-sigmoid multiplies by a constant 1/6)."""
         tensor = self._int8(op, self.graph.input(op, position), f"input {position}")
-        if tensor.data is not None:
+        if tensor.data is not None and not constant:
             raise NotCovered(op, f"constant input {position}")
         if not tensor.per_tensor:
             raise NotCovered(op, f"per-channel quantized activation '{tensor.name}'")
-        value = self.values[tensor.index]
+        value = self.operand(tensor)
         return tensor, Quantized(value, tensor.scale, tensor.zero_point.astype(np.int32), tensor.axis)
 
     def operand(self, tensor: Tensor) -> Any:
@@ -140,7 +142,7 @@ class DirectBuilder:
         from tvm import relax
 
         if tensor.data is not None:
-            return relax.const(np.ascontiguousarray(tensor.data))
+            return relax.const(tensor.data.copy(order="C"))  # ascontiguousarray would make a scalar 1-D
         return self.values[tensor.index]
 
     def name(self, op: str) -> str:
@@ -307,8 +309,8 @@ class DirectBuilder:
 
     def _binary(self, op: Operator) -> Any:
         """ADD, SUB, MUL, SQUARED_DIFFERENCE with TFLite's broadcasting."""
-        a_tensor, a = self._activation(op, 0)
-        b_tensor, b = self._activation(op, 1)
+        a_tensor, a = self._activation(op, 0, constant=True)
+        b_tensor, b = self._activation(op, 1, constant=True)
         out_tensor = self._int8(op, self.graph.output(op), "output")
         if np.broadcast_shapes(a_tensor.shape, b_tensor.shape) != out_tensor.shape:
             raise NotCovered(op, f"shapes {a_tensor.shape}, {b_tensor.shape} → {out_tensor.shape}")

@@ -260,7 +260,19 @@ def resize_nearest(b: DirectBuilder, op: Operator) -> Any:
     return _select(value, [list(range(tensor.shape[0])), rows, cols, list(range(tensor.shape[3]))], tensor.shape)
 
 
+def shape(b: DirectBuilder, op: Operator) -> Any:
+    """SHAPE of a static tensor is a constant (Keras' Reshape/Flatten compute the new shape from
+    it; RESHAPE here takes its output tensor's shape, so that chain ends up unused)."""
+    from tvm import relax
+
+    tensor, out = b.graph.input(op, 0), b.graph.output(op)
+    if tensor is None or out.dtype not in ("int32", "int64"):
+        raise NotCovered(op, f"an output of type {out.dtype}")
+    return relax.const(np.array(tensor.shape, dtype=out.dtype))
+
+
 HANDLERS = {
+    "SHAPE": shape,
     "TRANSPOSE": transpose,
     "PAD": pad,
     "PADV2": pad,
