@@ -30,19 +30,22 @@ keras = tf.keras
 layers = keras.layers
 
 
+# Untrained, the applications' logits are nearly constant: a SOFTMAX on them gets an input scale
+# so small that TFLite (and TFLite Micro) abort in its Prepare. Their heads end in the logits.
+HEAD = {"weights": None, "classes": 10, "classifier_activation": None}
+
+
 def mobilenet_v1() -> keras.Model:
-    return keras.applications.MobileNet(input_shape=(96, 96, 3), alpha=0.25, weights=None, classes=10)
+    return keras.applications.MobileNet(input_shape=(96, 96, 3), alpha=0.25, **HEAD)
 
 
 def mobilenet_v2() -> keras.Model:
-    return keras.applications.MobileNetV2(input_shape=(96, 96, 3), alpha=0.35, weights=None, classes=10)
+    return keras.applications.MobileNetV2(input_shape=(96, 96, 3), alpha=0.35, **HEAD)
 
 
 def mobilenet_v3_small() -> keras.Model:
     """Hard-swish activations and squeeze-excite blocks (hard-sigmoid × features)."""
-    return keras.applications.MobileNetV3Small(
-        input_shape=(96, 96, 3), alpha=0.75, weights=None, classes=10, include_preprocessing=False
-    )
+    return keras.applications.MobileNetV3Small(input_shape=(96, 96, 3), alpha=0.75, include_preprocessing=False, **HEAD)
 
 
 def efficientnet_like() -> keras.Model:
