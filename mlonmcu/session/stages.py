@@ -6,6 +6,7 @@ that differs can never pick up an output made from the old one."""
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -331,12 +332,15 @@ def _calibrate_arena(
     built = firmware(probe_dir, work / "arena-probe-build", defs)
     completed = ctx.target.execute(probe_dir / built.elf, ctx.log(Stage.COMPILE))
     parsed = harness.parse(completed.output)
-    if not parsed.arena_needed:
-        failure = failure_of(parsed, completed) or "no ARENA line"
+    failure = failure_of(parsed, completed)
+    if failure:  # the firmware did not finish: not a question of size
         raise StageError(
-            f"cannot size the arena on {ctx.target.name}: even {probe_size} bytes are not enough "
-            f"or the calibration firmware failed ({failure})"
+            f"the arena calibration firmware failed on {ctx.target.name} ({failure}): {ctx.backend.name}'s "
+            "AllocateTensors, which runs every operator's Prepare, crashed or aborted — the model has "
+            "parameters the framework refuses (a failed check aborts) or hits a bug in it"
         )
+    if not parsed.arena_needed:
+        raise StageError(f"cannot size the arena on {ctx.target.name}: even {probe_size} bytes are not enough")
     return parsed.arena_needed
 
 
@@ -372,6 +376,14 @@ def run(ctx: RunContext) -> RunResult:
     return ctx.ran
 
 
+def _exit_status(code: int) -> str:
+    """A host process's return code as a person reads it (a negative one is a signal)."""
+    try:
+        return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+    except ValueError:
+        return f"exit code {code}"
+
+
 def failure_of(parsed: harness.ParsedOutput, completed: Completed, messages: dict[int, str] | None = None) -> str:
     """Why a firmware run did not produce trustworthy figures ("" when it did)."""
     record = parsed.record
@@ -379,7 +391,7 @@ def failure_of(parsed: harness.ParsedOutput, completed: Completed, messages: dic
     if traps:
         return f"firmware crashed: {traps[0]}"
     if record.end is None:
-        return f"firmware stopped without finishing (exit code {completed.returncode})"
+        return f"firmware stopped without finishing ({_exit_status(completed.returncode)})"
     status = record.end.status
     if status != 0:
         detail = f" ({record.errors[0]})" if record.errors else ""

@@ -293,3 +293,19 @@ def test_tflmi_names_a_hybrid_model(tflm_home, mlonmcu, tmp_path):
     code, _ = mlonmcu("flow", "build", hybrid_model(tmp_path), "-b", "tflmi", "-H", tflm_home)
     assert code == 1
     assert "hybrid (dynamic-range) quantized model" in report(tflm_home).iloc[0]["Reason"]
+
+
+def test_a_prepare_that_aborts_is_not_called_an_arena_size(tflm_home, mlonmcu, tmp_path):
+    """A SOFTMAX whose input scale TFLite refuses (its Prepare aborts on a failed check): the
+    calibration firmware dies, and the reason says so instead of 'not enough bytes'."""
+    from tflite_builder import Op, build, q, write
+
+    tensors = [q((1, 10), 1e-9, 0), q((1, 10), 1 / 256, -128)]
+    model = write(
+        tmp_path, "tiny_softmax", build(tensors, [Op("SOFTMAX", [0], [1], {"Beta": 1.0}, "SoftmaxOptions")], [0], [1])
+    )
+    code, _ = mlonmcu("flow", "run", model, "-b", "tflmi", "-t", "host_x86", "-H", tflm_home)
+    assert code == 1
+    reason = report(tflm_home).iloc[0]["Reason"]
+    assert "arena calibration firmware failed on host_x86" in reason and "SIGABRT" in reason, reason
+    assert "not enough" not in reason
