@@ -26,7 +26,7 @@ _REFUSED = 3  # exit code of the child when LiteRT refuses the model (message on
 
 
 def reference_outputs(model_path: Path, samples: list[Sample]) -> list[Sample]:
-    from mlonmcu.process import run
+    from mlonmcu.process import run, tail
 
     with tempfile.TemporaryDirectory(prefix="mlonmcu-reference-") as tmp:
         inputs, outputs = Path(tmp) / "inputs.npz", Path(tmp) / "outputs.npz"
@@ -36,7 +36,7 @@ def reference_outputs(model_path: Path, samples: list[Sample]) -> list[Sample]:
             done = run(argv, timeout=TIMEOUT, check=False, what="LiteRT reference")
         except RunTimeout as err:
             raise ModelError(f"LiteRT did not finish {model_path.name} ({err})") from None
-        message = _last_line(done.output)
+        message = tail(done.output, 1).strip()[:500] or "no message"
         if done.returncode == _REFUSED:
             raise ModelError(f"LiteRT cannot load {model_path.name}: {message}")
         if done.returncode < 0:
@@ -45,11 +45,6 @@ def reference_outputs(model_path: Path, samples: list[Sample]) -> list[Sample]:
         if done.returncode != 0:
             raise ModelError(f"LiteRT failed on {model_path.name} (exit {done.returncode}): {message}")
         return load_samples(outputs)
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:500] if lines else "no message"
 
 
 def _invoke(model_path: Path, samples: list[Sample]) -> list[Sample]:

@@ -78,6 +78,24 @@ class _Components:
             {n: self.missing[n] for n in names if n in self.missing},
         )
 
+    def of(self, plugins: dict[str, Any]) -> tuple[dict[str, Installed], dict[str, str]]:
+        """What the plugins require (found, missing), plus the optional ones that are present
+        (used when there, e.g. the QEMU plugin)."""
+        found, missing = self.check([c for cls in plugins.values() for c in cls.requires])
+        optional, _ = self.check([c for cls in plugins.values() for c in cls.optional])
+        return {**found, **optional}, missing
+
+
+def _plugins(frontend: str, backend: str, platform: str, target: str, features: list[str]) -> dict[str, Any]:
+    """The plugin classes one run uses, by name (the names are their config scopes)."""
+    return {
+        frontend: registry.FRONTENDS.get(frontend),
+        backend: registry.BACKENDS.get(backend),
+        platform: registry.PLATFORMS.get(platform),
+        target: registry.TARGETS.get(target),
+        **{f: registry.FEATURES.get(f) for f in features},
+    }
+
 
 def _unused_key_error(key: str) -> ConfigError:
     scope, _ = cfg.split_key(key)
@@ -110,15 +128,9 @@ ORACLE_BACKEND, ORACLE_TARGET = "tflmi", "host_x86"
 def _oracle(spec: RunSpec, components: _Components, defaults: dict[str, Any]) -> RunSpec:
     """validate.reference=tflm: TFLM's reference kernels on the host, on the run's own samples
     (same model, same `validate.samples`: the same LOAD entry); its outputs are the reference."""
-    plugins = {
-        spec.frontend: registry.FRONTENDS.get(spec.frontend),
-        ORACLE_BACKEND: registry.BACKENDS.get(ORACLE_BACKEND),
-        spec.platform: registry.PLATFORMS.get(spec.platform),
-        ORACLE_TARGET: registry.TARGETS.get(ORACLE_TARGET),
-        "validate": registry.FEATURES.get("validate"),
-    }
+    plugins = _plugins(spec.frontend, ORACLE_BACKEND, spec.platform, ORACLE_TARGET, ["validate"])
     scopes = {name: tuple(cls.options) for name, cls in plugins.items()}
-    found, missing = components.check([c for cls in plugins.values() for c in cls.requires])
+    found, missing = components.of(plugins)
     user = {"validate.samples": str(spec.config["validate.samples"])}
     return RunSpec(
         session=spec.session,
@@ -169,19 +181,11 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
     for model in models:
         for backend in backends:
             for target in targets:
-                plugins = {
-                    request.frontend: registry.FRONTENDS.get(request.frontend),
-                    backend: registry.BACKENDS.get(backend),
-                    platform: registry.PLATFORMS.get(platform),
-                    target: registry.TARGETS.get(target),
-                    **{f: registry.FEATURES.get(f) for f in features},
-                }
+                plugins = _plugins(request.frontend, backend, platform, target, features)
                 scopes = {name: tuple(cls.options) for name, cls in plugins.items()}
                 readable = {f"{name}.{o.name}" for name, options in scopes.items() for o in options}
                 used_keys |= readable & set(request.config)
-                found, missing = components.check([c for cls in plugins.values() for c in cls.requires])
-                optional, _ = components.check([c for cls in plugins.values() for c in cls.optional])
-                found.update(optional)  # used when present, e.g. the QEMU plugin
+                found, missing = components.of(plugins)
                 for combo in cfg.expand_matrix(request.config):
                     user = {k: v for k, v in combo.items() if k in readable}
                     identity = repr((model.path, backend, target, sorted(user.items())))

@@ -20,7 +20,7 @@ from mlonmcu.logs import session_log
 from mlonmcu.report import columns as col
 from mlonmcu.session import interrupt
 from mlonmcu.session.spec import RunSpec, Stage
-from mlonmcu.session.stages import COMPUTED_STAGES, STAGE_FUNCTIONS, RunContext
+from mlonmcu.session.stages import STAGE_FUNCTIONS, RunContext, stages_of
 
 RUN_FILE = "run.yml"
 RUNNING_FILE = ".running"  # pid of the worker running it: tells a dead worker's run from queued ones
@@ -100,9 +100,7 @@ def _execute(spec: RunSpec) -> RunOutcome:
         if spec.missing:
             raise MlonmcuError(spec.missing)
         ctx = RunContext.create(spec)
-        for stage in COMPUTED_STAGES:
-            if stage > spec.until:
-                break
+        for stage in stages_of(spec):
             STAGE_FUNCTIONS[stage](ctx)
         stage = Stage.POSTPROCESS
         postprocess(ctx, row)

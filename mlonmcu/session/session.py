@@ -41,7 +41,7 @@ from mlonmcu.session.executor import InlineExecutor
 from mlonmcu.session.remote import submit as submit_run
 from mlonmcu.session.run import INTERRUPTED, RUNNING_FILE, WORKER_LOST, RunOutcome, execute_run, failed_row
 from mlonmcu.session.spec import RunSpec
-from mlonmcu.session.stages import COMPUTED_STAGES, cached_stages
+from mlonmcu.session.stages import cached_stages, stages_of
 
 SESSION_FILE = "session.yml"
 REPORT_FILE = "report.csv"
@@ -345,7 +345,7 @@ class _Runner:
 
 def _fully_cached(spec: RunSpec) -> bool:
     """Every stage up to `until` would be restored from the cache (peeked: nothing is copied)."""
-    return len(cached_stages(spec)) == sum(1 for stage in COMPUTED_STAGES if stage <= spec.until)
+    return len(cached_stages(spec)) == len(stages_of(spec))
 
 
 def interleaved(specs: list[RunSpec]) -> list[RunSpec]:

@@ -184,7 +184,7 @@ class RunContext:
             return None, f"the TFLM oracle cannot run: {oracle.missing}"
         try:
             ctx = RunContext.create(oracle)
-            for stage in COMPUTED_STAGES:
+            for stage in stages_of(oracle):
                 STAGE_FUNCTIONS[stage](ctx)
         except MlonmcuError as err:
             return None, f"TFLM (tflmi on {oracle.target}) did not run the model: {err}"
@@ -415,6 +415,11 @@ STAGE_FUNCTIONS: dict[Stage, Callable[[RunContext], object]] = {
 COMPUTED_STAGES = (Stage.LOAD, Stage.BUILD, Stage.COMPILE, Stage.RUN)
 
 
+def stages_of(spec: RunSpec) -> list[Stage]:
+    """The computed stages a run of `spec` goes through (up to its `until`)."""
+    return [stage for stage in COMPUTED_STAGES if stage <= spec.until]
+
+
 def cached_stages(spec: RunSpec) -> list[str]:
     """The stages a run of `spec` would restore from the cache now; nothing is computed or copied.
 
@@ -429,9 +434,7 @@ def cached_stages(spec: RunSpec) -> list[str]:
         return []
     ctx.peek = True
     try:
-        for stage in COMPUTED_STAGES:
-            if stage > spec.until:
-                break
+        for stage in stages_of(spec):
             STAGE_FUNCTIONS[stage](ctx)
     except (NotCached, MlonmcuError, OSError):
         pass

@@ -30,24 +30,22 @@ from mlonmcu.backends.tvm.integer.patterns import (
     Schedule,
     conv_lowering,
     dense_lowering,
+    quad,
 )
 from mlonmcu.backends.tvm.integer.uncovered import NotCovered
 from mlonmcu.models.tflite_graph import Operator, Tensor, TfliteGraph
 
 __all__ = ["NotCovered", "build_direct"]
 
-# TFLite ActivationFunctionType → the float range it clamps to (None: unbounded)
-_ACTIVATIONS: dict[int, tuple[float | None, float | None]] = {
-    0: (None, None),
-    1: (0.0, None),
-    2: (-1.0, 1.0),
-    3: (0.0, 6.0),
-}
+Range = tuple[float | None, float | None]  # the float range an activation clamps to (None: unbounded)
+_RELU, _RELU6, _RELU_N1_TO_1 = (0.0, None), (0.0, 6.0), (-1.0, 1.0)
+# TFLite ActivationFunctionType → its range
+_ACTIVATIONS: dict[int, Range] = {0: (None, None), 1: _RELU, 2: _RELU_N1_TO_1, 3: _RELU6}
 _ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
-_SAME, _VALID = 0, 1
+_SAME = 0  # TFLite Padding
 _RESHAPES = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
 # standalone activations: TFLite requantizes to the output and clamps to the activation's range
-_RELUS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
+_RELUS: dict[str, Range] = {"RELU": _RELU, "RELU6": _RELU6, "RELU_N1_TO_1": _RELU_N1_TO_1, "RELU_0_TO_1": (0.0, 1.0)}
 
 
 def _quantize_value(value: float, tensor: Tensor) -> int:
@@ -60,7 +58,12 @@ def output_of(op: Operator, tensor: Tensor) -> Output:
     code = int(op.options.get("FusedActivationFunction", 0))
     if code not in _ACTIVATIONS:
         raise NotCovered(op, f"fused activation {_ACTIVATION_NAMES.get(code, code)}")
-    low, high = _ACTIVATIONS[code]
+    return clamped_output(tensor, _ACTIVATIONS[code])
+
+
+def clamped_output(tensor: Tensor, bounds: Range) -> Output:
+    """The tensor's quantization with `bounds` quantized to int8, as TFLite computes the range."""
+    low, high = bounds
     act_min = INT8_MIN if low is None else max(INT8_MIN, _quantize_value(low, tensor))
     act_max = INT8_MAX if high is None else min(INT8_MAX, _quantize_value(high, tensor))
     return Output(float(np.float32(tensor.scalar_scale)), tensor.scalar_zero_point, act_min, act_max)
@@ -71,11 +74,6 @@ def same_padding(size: int, kernel: int, stride: int, dilation: int, out: int) -
     effective = (kernel - 1) * dilation + 1
     total = max((out - 1) * stride + effective - size, 0)
     return total // 2, total - total // 2
-
-
-def _quad(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
-    a, b, c, d = shape
-    return a, b, c, d
 
 
 class DirectBuilder:
@@ -218,7 +216,7 @@ class DirectBuilder:
         opts = op.options
         strides = (int(opts["StrideH"]), int(opts["StrideW"]))
         dilation = (int(opts.get("DilationHFactor", 1)), int(opts.get("DilationWFactor", 1)))
-        in_shape, shape = _quad(x_tensor.shape), _quad(out_tensor.shape)
+        in_shape, shape = quad(x_tensor.shape), quad(out_tensor.shape)
         if op.op == "CONV_2D":
             if weights.shape[3] != in_shape[3]:
                 raise NotCovered(op, "grouped convolution")
@@ -328,10 +326,7 @@ class DirectBuilder:
     def _relu(self, op: Operator) -> Any:
         _, x = self._activation(op, 0)
         out_tensor = self._int8(op, self.graph.output(op), "output")
-        low, high = _RELUS[op.op]
-        act_min = max(INT8_MIN, _quantize_value(low, out_tensor))
-        act_max = INT8_MAX if high is None else min(INT8_MAX, _quantize_value(high, out_tensor))
-        out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, act_min, act_max)
+        out = clamped_output(out_tensor, _RELUS[op.op])
         real = float(np.float32(x.scalar_scale) / np.float32(out.scale))  # float32, as TFLite's Prepare
         kernel = elementwise.requantize_kernel(self.name(op.op.lower()), out_tensor.shape, x, out, op.op, real)
         return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
@@ -353,7 +348,7 @@ class DirectBuilder:
         if np.broadcast_shapes(x_tensor.shape, alpha.shape) != out_tensor.shape:
             raise NotCovered(op, f"alpha of shape {alpha.shape} for {x_tensor.shape}")
         a = Quantized(self.operand(alpha), alpha.scale, alpha.zero_point.astype(np.int32), alpha.axis)
-        out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, INT8_MIN, INT8_MAX)
+        out = clamped_output(out_tensor, (None, None))
         shapes = (x_tensor.shape, alpha.shape)
         kernel = elementwise.prelu_kernel(self.name("prelu"), shapes, out_tensor.shape, x, a, out)
         return self._call(Lowered(None, op.op, kernel, [x.value, a.value], out_tensor.shape))

@@ -83,7 +83,7 @@ def _pair(values: Any) -> tuple[int, int]:
     return first, second
 
 
-def _quad(values: Any) -> tuple[int, int, int, int]:
+def quad(values: Any) -> tuple[int, int, int, int]:
     a, b, c, d = (int(v) for v in values)
     return a, b, c, d
 
@@ -322,7 +322,7 @@ class Matcher:
             _pair(attrs.strides), _pair(attrs.dilation), (padding[0], padding[1], padding[2], padding[3])
         )
         name = self.name("depthwise_conv2d" if depthwise else "conv2d")
-        return conv_lowering(name, x, _quad(in_shape), hwio, scales, bias, out, _quad(shape), geometry, self.schedule)
+        return conv_lowering(name, x, quad(in_shape), hwio, scales, bias, out, quad(shape), geometry, self.schedule)
 
     def _dense(self, call: Any, bias: np.ndarray, out: Output, shape: tuple[int, ...]) -> Lowered | None:
         x = self.graph.dequantized(call.args[0])
