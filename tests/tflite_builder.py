@@ -27,6 +27,7 @@ class Tensor:
     axis: int = 0
     data: np.ndarray | None = None
     name: str = ""
+    variable: bool = False  # state kept between inferences (SVDF, LSTM)
 
 
 @dataclass
@@ -113,6 +114,8 @@ def build(tensors: list[Tensor], ops: list[Op], inputs: list[int], outputs: list
         tflite.TensorAddType(b, TYPES[tensor.dtype])
         tflite.TensorAddBuffer(b, buffer_of.get(i, 0))
         tflite.TensorAddName(b, name)
+        if tensor.variable:
+            tflite.TensorAddIsVariable(b, True)
         if quant is not None:
             tflite.TensorAddQuantization(b, quant)
         tensor_offsets.append(tflite.TensorEnd(b))
@@ -175,3 +178,52 @@ def hybrid_model(directory: Path) -> Path:
     tensors = [Tensor((1, 16), "float32"), weights, Tensor((1, 8), "float32")]
     model = build(tensors, [Op("FULLY_CONNECTED", [0, 1, -1], [2], {}, "FullyConnectedOptions")], [0], [2])
     return write(directory, "hybrid_fc", model)
+
+
+def svdf_model(batch: int, rank: int, state_dtype: str, seed: int = 3) -> bytes:
+    """One SVDF (16 inputs, 6 units × rank filters, memory 5) with its state, int8 in and out."""
+    rng = np.random.default_rng(seed)
+    inputs, units, memory = 16, 6, 5
+    filters = units * rank
+    state_scale, time_scale = (0.02, 0.01) if state_dtype == "int8" else (0.0005, 0.0002)
+    state_zero = 4 if state_dtype == "int8" else 0
+    limit = 127 if state_dtype == "int8" else 2000
+    tensors = [
+        q((batch, inputs), 0.05, -3),
+        const(rng.integers(-127, 128, (filters, inputs)).astype(np.int8), 0.01),
+        const(rng.integers(-limit, limit + 1, (filters, memory)).astype(state_dtype), time_scale),
+        const(rng.integers(-500, 500, units).astype(np.int32), state_scale * time_scale),
+        q((batch, filters * memory), state_scale, state_zero, state_dtype, variable=True),
+        q((batch, units), 0.03, 2),
+    ]
+    options = {"Rank": rank, "FusedActivationFunction": 1}
+    return build(tensors, [Op("SVDF", [0, 1, 2, 3, 4], [5], options, "SVDFOptions")], [0], [5])
+
+
+def lstm_model(batch: int, steps: int, cell_clip: float = 0.0, time_major: bool = False, seed: int = 5) -> bytes:
+    """One int8 UNIDIRECTIONAL_SEQUENCE_LSTM (8 inputs, 6 units) with an int16 cell state, the
+    tensor layout TFLM's integer kernel takes (no peepholes, projection or layer norm)."""
+    rng = np.random.default_rng(seed)
+    inputs, units = 8, 6
+    x_shape = (steps, batch, inputs) if time_major else (batch, steps, inputs)
+    tensors = [q(x_shape, 0.01, -20)]
+    for shape in [(units, inputs)] * 4 + [(units, units)] * 4:  # input-to and recurrent-to gate weights
+        tensors.append(const(rng.integers(-127, 128, shape).astype(np.int8), float(rng.uniform(0.004, 0.02))))
+    for _ in range(4):
+        tensors.append(const(rng.integers(-3000, 3000, units).astype(np.int32), 0.0001))
+    hidden = len(tensors)
+    tensors.append(q((batch, units), 0.008, 3, variable=True))
+    tensors.append(q((batch, units), 2.0**-11, 0, "int16", variable=True))
+    y_shape = (steps, batch, units) if time_major else (batch, steps, units)
+    tensors.append(q(y_shape, 0.008, 3))
+    absent = [-1]
+    inputs_of = [0, *range(1, 9), *absent * 3, *range(9, 13), *absent * 2, hidden, hidden + 1, *absent * 4]
+    options = {
+        "FusedActivationFunction": 4,  # TANH: the cell gate's (the schema has no SIGMOID)
+        "CellClip": cell_clip,
+        "ProjClip": 0.0,
+        "TimeMajor": time_major,
+        "AsymmetricQuantizeInputs": False,
+    }
+    op = Op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs_of, [hidden + 2], options, "UnidirectionalSequenceLSTMOptions")
+    return build(tensors, [op], [0], [hidden + 2])

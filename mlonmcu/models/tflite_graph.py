@@ -46,6 +46,7 @@ class Tensor:
     zero_point: np.ndarray  # int64, as long as `scale` (or empty)
     axis: int  # quantized_dimension: the channel axis of per-channel scales
     data: np.ndarray | None  # the constant's values (typed and shaped), None for activations
+    variable: bool = False  # state kept from one inference to the next (SVDF, LSTM)
 
     @property
     def quantized(self) -> bool:
@@ -151,7 +152,7 @@ def _tensor(model: Any, subgraph: Any, index: int) -> Tensor:
     if buffer is not None and buffer.DataLength():
         raw = buffer.DataAsNumpy().tobytes()
         data = np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape).copy()
-    return Tensor(index, name, shape, dtype, scale, zero, axis, data)
+    return Tensor(index, name, shape, dtype, scale, zero, axis, data, bool(tensor.IsVariable()))
 
 
 def read_graph(path: Path) -> TfliteGraph:

@@ -26,6 +26,12 @@ def unary(op: str, options: str = "", out_scale: float = 0.05, out_zp: int = 3, 
     return build(tensors, [Op(op, [0], [1], opts, options, version)], [0], [1])
 
 
+def requantize(dtype: str, scale: float, zero: int, out_dtype: str, out_scale: float, out_zero: int):
+    """QUANTIZE between integer types (e.g. an int16 model input into the int8 model)."""
+    tensors = [q(X, scale, zero, dtype), q(X, out_scale, out_zero, out_dtype)]
+    return build(tensors, [Op("QUANTIZE", [0], [1])], [0], [1])
+
+
 def moving(op: str, out: tuple[int, ...], constants: tuple = (), options: str = "", dtype_out: str = "int8", **opts):
     """Operators that keep the quantization (x and out both scale 0.04, zp -7)."""
     output = q(out, 0.04, -7) if dtype_out == "int8" else const(np.zeros(out, np.int32))
@@ -114,6 +120,15 @@ CASES: dict[str, Callable[[], bytes]] = {
     "relu_0_to_1": lambda: unary("RELU_0_TO_1", out_scale=0.004, out_zp=-128),
     "requantize": lambda: unary("QUANTIZE", out_scale=0.013, out_zp=20),
     "softmax": lambda: unary("SOFTMAX", "SoftmaxOptions", out_scale=1 / 256, out_zp=-128, Beta=1.0),
+    "softmax_int16_output": lambda: build(
+        [q(X, 0.04, -7), q(X, 1 / 65536, -32768, "int16")],
+        [Op("SOFTMAX", [0], [1], {"Beta": 1.0}, "SoftmaxOptions")],
+        [0],
+        [1],
+    ),
+    "requantize_int16_to_int8": lambda: requantize("int16", 0.0004, 0, "int8", 0.04, -7),
+    "requantize_int8_to_int16": lambda: requantize("int8", 0.04, -7, "int16", 0.0003, 0),
+    "requantize_int16_to_int32": lambda: requantize("int16", 0.0004, 0, "int32", 0.00003, 0),
     "leaky_relu": lambda: unary("LEAKY_RELU", options="LeakyReluOptions", Alpha=0.1),
     "leaky_relu_wide": lambda: unary("LEAKY_RELU", options="LeakyReluOptions", out_scale=0.09, out_zp=-30, Alpha=0.3),
     "hard_swish": lambda: unary("HARD_SWISH", out_scale=0.03, out_zp=-40),
@@ -290,6 +305,33 @@ SHAPED = {
             Tensor(X, "float32", name="out"),
         ],
         [Op("QUANTIZE", [0], [1]), Op("RELU6", [1], [2]), Op("DEQUANTIZE", [2], [3])],
+    ),
+    "space_to_batch_nd": (
+        [
+            q(X, 0.04, -7),
+            const(np.array([2, 2], np.int32)),
+            const(np.array([[0, 0], [1, 0]], np.int32)),
+            q((4, 3, 3, 8), 0.04, -7),
+        ],
+        Op("SPACE_TO_BATCH_ND", [0, 1, 2], [3]),
+    ),
+    "space_to_batch_nd_1d": (  # Keras' dilated Conv1D
+        [
+            q((1, 10, 4), 0.04, -7),
+            const(np.array([2], np.int32)),
+            const(np.array([[1, 1]], np.int32)),
+            q((2, 6, 4), 0.04, -7),
+        ],
+        Op("SPACE_TO_BATCH_ND", [0, 1, 2], [3]),
+    ),
+    "batch_to_space_nd": (
+        [
+            q((4, 3, 3, 8), 0.04, -7),
+            const(np.array([2, 2], np.int32)),
+            const(np.array([[0, 1], [1, 0]], np.int32)),
+            q((1, 5, 5, 8), 0.04, -7),
+        ],
+        Op("BATCH_TO_SPACE_ND", [0, 1, 2], [3]),
     ),
     "padv2": (
         [

@@ -118,3 +118,55 @@ def test_importer_direct_fails_the_build_naming_the_operator(tmp_path):
 def _with_custom_op(graph):
     graph.operators[0] = Operator(0, "CUSTOM:Mystery", graph.operators[0].inputs, graph.operators[0].outputs)
     return graph
+
+
+def _recurrent_graph(tmp_path: Path, name: str, model: bytes):
+    from tflite_builder import write
+
+    return read_graph(write(tmp_path, name, model))
+
+
+def test_recurrent_state_is_a_variable_the_driver_keeps(tmp_path):
+    """SVDF's state: not a model input, outside the arena, set to its zero point at init (TFLM's
+    ResetVariableTensors for int8; 0 for int16) and updated in place by the kernel."""
+    from tflite_builder import svdf_model
+
+    from mlonmcu.backends.tvm.emitter import AotEmitter
+
+    for dtype, fill in (("int8", 4), ("int16", 0)):
+        graph = _recurrent_graph(tmp_path, f"svdf_{dtype}", svdf_model(batch=2, rank=2, state_dtype=dtype))
+        assert [t.variable for t in graph.tensors].count(True) == 1
+        mod, report = build_direct(graph)
+        assert report.lowered["SVDF"] == 1
+        source, plan = _c_source(mod)
+        assert len(plan.inputs) == 1 and plan.inputs[0].shape == (2, 16)
+        [(state, state_fill)] = plan.states
+        assert (state.region, state.dtype, state.shape, state_fill) == ("state", dtype, (2, 12 * 5), fill)
+        out = tmp_path / f"c_{dtype}"
+        out.mkdir()
+        facts = AotEmitter("svdf", plan, source).emit(out)
+        driver = (out / "model.c").read_text()
+        assert f"memset(mlonmcu_state_0, {fill}, sizeof(mlonmcu_state_0));" in driver
+        assert "mlonmcu_state_0" in driver.split("int mlonmcu_model_run(void)")[1]  # the kernel gets it
+        assert facts["state_bytes"] == state.nbytes and facts["arena_size"] < facts["state_bytes"] + 64
+
+
+def test_lstm_takes_only_what_tflm_integer_kernel_takes(tmp_path):
+    from tflite_builder import lstm_model
+
+    from mlonmcu.backends.tvm.integer.recurrent import cell_parameters
+
+    graph = _recurrent_graph(tmp_path, "lstm", lstm_model(batch=2, steps=3, cell_clip=3.0))
+    _, report = build_direct(graph)
+    assert report.lowered["UNIDIRECTIONAL_SEQUENCE_LSTM"] == 1
+    # the cell state's scale 2^-11 and a clip of 3.0 in its units, truncated like TFLM's int16 cast
+    assert cell_parameters(2.0**-11, 3.0) == (-11, 6144)
+    assert cell_parameters(2.0**-12, 10.0) == (-12, 32767)
+    op = graph.operators[0]
+    peephole = dataclasses.replace(op, inputs=(*op.inputs[:9], op.inputs[1], *op.inputs[10:]))
+    graph.operators[0] = peephole
+    with pytest.raises(NotCovered, match="peephole, projection or layer norm"):
+        build_direct(graph)
+    graph.operators[0] = dataclasses.replace(op, options={**op.options, "FusedActivationFunction": 1})
+    with pytest.raises(NotCovered, match="cell gate activation RELU"):
+        build_direct(graph)

@@ -105,7 +105,7 @@ class TvmAotBackend(Backend):
         hybrid = hybrid_message(graph, "tvmaot")
         if hybrid:
             raise StageError(hybrid)
-        if self.opt("quant") == "integer" and choice != "relax" and _int8(graph):
+        if self.opt("quant") == "integer" and choice != "relax" and _integer(graph):
             try:
                 mod, report = build_direct(graph, self.schedule())
                 return mod, report.float_summary() or "none", "direct"
@@ -143,8 +143,9 @@ class TvmAotBackend(Backend):
             raise StageError(f"tvmaot: generated I/O {got} does not match the model's {want}")
 
 
-def _int8(graph: TfliteGraph) -> bool:
-    return any(t.dtype == "int8" and t.quantized for t in graph.tensors)
+def _integer(graph: TfliteGraph) -> bool:
+    """Quantized integer tensors (int8, or int16 as in TFLM's int16-interface models): the direct path's."""
+    return any(t.dtype in ("int8", "int16") and t.quantized for t in graph.tensors)
 
 
 def info_name(path: Path) -> str:

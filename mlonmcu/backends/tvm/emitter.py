@@ -72,8 +72,8 @@ class AotEmitter:
 
     def pointer(self, ref: TensorRef) -> str:
         ctype = c_type(ref.dtype)
-        if ref.region == "const":
-            return f"({ctype} *)mlonmcu_const_{ref.index}"
+        if ref.region in ("const", "state"):
+            return f"({ctype} *)mlonmcu_{ref.region}_{ref.index}"
         return f"({ctype} *)(mlonmcu_arena + {self.offsets[(ref.region, ref.index)] + ref.offset})"
 
     def argument(self, arg: TensorRef | str) -> str:
@@ -89,6 +89,7 @@ class AotEmitter:
             calls=[{"kernel": f"tvmgen_{c.kernel}", "args": [self.argument(a) for a in c.args]} for c in plan.calls],
             inputs=[{"pointer": self.pointer(r), "nbytes": r.nbytes} for r in plan.inputs],
             outputs=[{"pointer": self.pointer(r), "nbytes": r.nbytes} for r in plan.outputs],
+            states=[{"ctype": c_type(r.dtype), "nbytes": r.nbytes, "fill": fill & 0xFF} for r, fill in plan.states],
         )
         render(
             "tvmaot/tvmaot_constants.inc.j2",
@@ -111,5 +112,6 @@ class AotEmitter:
             "arena_size": self.arena_size,
             "arena_lower_bound": self.lower_bound,
             "constants_bytes": int(sum(a.nbytes for a in plan.constants)),
+            "state_bytes": sum(r.nbytes for r, _ in plan.states),
             "kernels": len(plan.calls),
         }

@@ -9,13 +9,16 @@ import numpy as np
 
 from mlonmcu.errors import StageError
 
+# `main` attribute: the byte each state parameter (the last ones) starts as — see AotPlan.states
+STATE_ATTR = "mlonmcu_state_fill"
 _IGNORED_OPS = {"relax.memory.kill_storage", "relax.memory.kill_tensor", "relax.null_value"}
 _ALIAS_OPS = {"relax.reshape", "relax.memory.view"}
 
 
 @dataclass(frozen=True)
 class TensorRef:
-    """Where a tensor's data lives: a region ('input', 'alloc', 'const'), an index and a byte offset."""
+    """Where a tensor's data lives: a region ('input', 'alloc', 'const', 'state'), an index and a
+    byte offset."""
 
     region: str
     index: int
@@ -41,6 +44,9 @@ class AotPlan:
     outputs: list[TensorRef] = field(default_factory=list)
     constants: list[np.ndarray] = field(default_factory=list)
     calls: list[KernelCall] = field(default_factory=list)
+    # Tensors kept from one inference to the next (a recurrent operator's state, which its kernel
+    # updates in place): outside the arena, set to their fill byte once, at model init.
+    states: list[tuple[TensorRef, int]] = field(default_factory=list)
 
 
 def _ints(shape_expr: Any) -> tuple[int, ...]:
@@ -125,10 +131,16 @@ class _Reader:
         import tvm
         from tvm import relax
 
-        for param in main.params:
+        fills = [int(v) for v in main.attrs[STATE_ATTR]] if main.attrs and STATE_ATTR in main.attrs else []
+        first_state = len(main.params) - len(fills)
+        for position, param in enumerate(main.params):
             dtype, shape = _tensor_type(param)
-            ref = TensorRef("input", len(self.plan.inputs), 0, dtype, shape)
-            self.plan.inputs.append(ref)
+            if position < first_state:
+                ref = TensorRef("input", len(self.plan.inputs), 0, dtype, shape)
+                self.plan.inputs.append(ref)
+            else:
+                ref = TensorRef("state", len(self.plan.states), 0, dtype, shape)
+                self.plan.states.append((ref, fills[position - first_state]))
             self.bind(param, ref)
         for block in main.body.blocks:
             for binding in block.bindings:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer import elementwise, lut, matmul, movement, pooling, softmax
+from mlonmcu.backends.tvm.integer import elementwise, lut, matmul, movement, pooling, recurrent, softmax
 from mlonmcu.backends.tvm.integer.fixedpoint import round_half_away
 from mlonmcu.backends.tvm.integer.graph import Quantized
 from mlonmcu.backends.tvm.integer.lowering import LoweringReport
@@ -33,6 +33,7 @@ from mlonmcu.backends.tvm.integer.patterns import (
     quad,
 )
 from mlonmcu.backends.tvm.integer.uncovered import NotCovered
+from mlonmcu.backends.tvm.plan import STATE_ATTR
 from mlonmcu.models.tflite_graph import Operator, Tensor, TfliteGraph
 
 __all__ = ["NotCovered", "build_direct"]
@@ -43,6 +44,11 @@ _RELU, _RELU6, _RELU_N1_TO_1 = (0.0, None), (0.0, 6.0), (-1.0, 1.0)
 _ACTIVATIONS: dict[int, Range] = {0: (None, None), 1: _RELU, 2: _RELU_N1_TO_1, 3: _RELU6}
 _ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 _SAME = 0  # TFLite Padding
+_LIMITS = {"int8": (INT8_MIN, INT8_MAX), "int16": (-(1 << 15), (1 << 15) - 1), "int32": (-(1 << 31), (1 << 31) - 1)}
+_REQUANTIZED = ("int8", "int16", "int32")
+# QUANTIZE between integer types: the (input, output) pairs TFLM's Requantize takes
+_REQUANTIZE_PAIRS = {("int8", "int8"), ("int16", "int8"), ("int8", "int16"), ("int8", "int32")}
+_REQUANTIZE_PAIRS |= {("int16", "int16"), ("int16", "int32"), ("int32", "int16")}
 _RESHAPES = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
 # standalone activations: TFLite requantizes to the output and clamps to the activation's range
 _RELUS: dict[str, Range] = {"RELU": _RELU, "RELU6": _RELU6, "RELU_N1_TO_1": _RELU_N1_TO_1, "RELU_0_TO_1": (0.0, 1.0)}
@@ -102,6 +108,8 @@ class DirectBuilder:
             "MAX_POOL_2D": self._max_pool,
             "MEAN": self._mean,
             "SOFTMAX": self._softmax,
+            "SVDF": self._svdf,
+            "UNIDIRECTIONAL_SEQUENCE_LSTM": self._lstm,
             "CONCATENATION": self._concat,
             "QUANTIZE": self._requantize,
             "DEQUANTIZE": self._dequantize,
@@ -116,18 +124,24 @@ class DirectBuilder:
         return sorted({op.op for op in self.graph.operators if op.op not in self.handlers})
 
     def _int8(self, op: Operator, tensor: Tensor | None, what: str) -> Tensor:
+        return self._integer(op, tensor, what, ("int8",))
+
+    def _integer(self, op: Operator, tensor: Tensor | None, what: str, dtypes: tuple[str, ...]) -> Tensor:
+        """A quantized tensor of one of `dtypes`."""
         if tensor is None:
             raise NotCovered(op, f"no {what}")
-        if tensor.dtype != "int8" or not tensor.quantized:
+        if tensor.dtype not in dtypes or not tensor.quantized:
             raise NotCovered(
                 op, f"{what} '{tensor.name}' is {tensor.dtype}{'' if tensor.quantized else ' (not quantized)'}"
             )
         return tensor
 
-    def _activation(self, op: Operator, position: int, constant: bool = False) -> tuple[Tensor, Quantized]:
-        """A per-tensor quantized int8 input; `constant`: a constant one is fine too (elementwise
-        operands, e.g. MobileNetV3's hard-sigmoid multiplies by a constant 1/6)."""
-        tensor = self._int8(op, self.graph.input(op, position), f"input {position}")
+    def _activation(
+        self, op: Operator, position: int, constant: bool = False, dtypes: tuple[str, ...] = ("int8",)
+    ) -> tuple[Tensor, Quantized]:
+        """A per-tensor quantized input (int8 unless `dtypes` says otherwise); `constant`: a constant
+        one is fine too (elementwise operands, e.g. MobileNetV3's hard-sigmoid multiplies by 1/6)."""
+        tensor = self._integer(op, self.graph.input(op, position), f"input {position}", dtypes)
         if tensor.data is not None and not constant:
             raise NotCovered(op, f"constant input {position}")
         if not tensor.per_tensor:
@@ -164,6 +178,13 @@ class DirectBuilder:
             var = relax.Var(tensor.name, relax.TensorType(shape=tensor.shape, dtype=tensor.dtype))
             self.values[index] = var
             params.append(var)
+        fills = []
+        for tensor in self.graph.tensors:
+            if tensor.variable:  # state: a parameter the AOT driver keeps (plan.STATE_ATTR)
+                var = relax.Var(f"state_{tensor.index}", relax.TensorType(shape=tensor.shape, dtype=tensor.dtype))
+                self.values[tensor.index] = var
+                params.append(var)
+                fills.append(recurrent.state_fill(tensor.dtype, tensor.scalar_zero_point))
         self.builder = relax.BlockBuilder()
         failure: NotCovered | None = None
         with self.builder.function("main", params=params):
@@ -181,7 +202,10 @@ class DirectBuilder:
             self.builder.emit_func_output(output)
         if failure is not None:
             raise failure
-        return self.builder.get(), self.report
+        mod = self.builder.get()
+        if fills:
+            mod["main"] = mod["main"].with_attr(STATE_ATTR, fills)
+        return mod, self.report
 
     def _value(self, index: int) -> Any:
         if index not in self.values:
@@ -429,14 +453,122 @@ class DirectBuilder:
 
     def _softmax(self, op: Operator) -> Any:
         _, x = self._activation(op, 0)
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        out_tensor = self._integer(op, self.graph.output(op), "output", ("int8", "int16"))
         if float(op.options.get("Beta", 1.0)) != 1.0:
             raise NotCovered(op, f"beta {op.options.get('Beta')}")
-        out = output_of(op, out_tensor)
-        kernel = softmax.softmax_kernel(self.name("softmax"), out_tensor.shape, x, out)
+        out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, *_LIMITS["int8"])
+        kernel = softmax.softmax_kernel(self.name("softmax"), out_tensor.shape, x, out, out_tensor.dtype)
         if kernel is None:
-            raise NotCovered(op, "an output quantization other than scale 1/256, zero point -128")
-        return self._call(Lowered(None, "SOFTMAX", kernel, [x.value], out_tensor.shape))
+            raise NotCovered(op, "an output quantization other than TFLite's (scale 1/256 or 1/65536, zero point min)")
+        return self._call(Lowered(None, "SOFTMAX", kernel, [x.value], out_tensor.shape, dtype=out_tensor.dtype))
+
+    def _svdf(self, op: Operator) -> Any:
+        """int8 SVDF with an int8 or int16 state (TFLM's integer kernel)."""
+        x_tensor, x = self._activation(op, 0)
+        feature = self._int8(op, self.graph.input(op, 1), "feature weights")
+        time = self._integer(op, self.graph.input(op, 2), "time weights", ("int8", "int16"))
+        state = self._integer(op, self.graph.input(op, 4), "state", ("int8", "int16"))
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        bias = self.graph.input(op, 3)
+        if feature.data is None or time.data is None or (bias is not None and bias.data is None):
+            raise NotCovered(op, "weights or bias that are not constant")
+        if not state.variable or state.dtype != time.dtype:
+            raise NotCovered(op, f"a state that is not a variable of the time weights' type ({state.dtype})")
+        if np.any(feature.zero_point != 0) or np.any(time.zero_point != 0):
+            raise NotCovered(op, "weights with non-zero zero points")
+        (batch, inputs), (filters, memory) = x_tensor.shape, time.shape
+        rank = int(op.options.get("Rank", 1))
+        feature_scale, output_scale = recurrent.svdf_multipliers(
+            x_tensor.scalar_scale, feature.scalar_scale, state.scalar_scale, time.scalar_scale, out_tensor.scalar_scale
+        )
+        spec = recurrent.SvdfSpec(
+            name=self.name("svdf"),
+            batch=batch,
+            inputs=inputs,
+            filters=filters,
+            rank=rank,
+            memory=memory,
+            state_dtype=state.dtype,
+            input_zero=x_tensor.scalar_zero_point,
+            state_zero=state.scalar_zero_point,
+            output_zero=out_tensor.scalar_zero_point,
+            feature=feature_scale,
+            output=output_scale,
+            bias=bias is not None,
+        )
+        args = [x.value, feature.data, time.data, *([bias.data] if bias is not None else []), self.values[state.index]]
+        return self._call(Lowered(None, op.op, recurrent.svdf_kernel(spec), args, out_tensor.shape))
+
+    def _lstm(self, op: Operator) -> Any:
+        """int8 LSTM with an int16 cell state, no peepholes, projection or layer norm (TFLM's integer
+        kernel takes no other)."""
+        x_tensor, x = self._activation(op, 0)
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        hidden = self._int8(op, self.graph.input(op, 18), "hidden state")
+        cell = self._integer(op, self.graph.input(op, 19), "cell state", ("int16",))
+        if not (hidden.variable and cell.variable):
+            raise NotCovered(op, "hidden or cell state that is not a variable")
+        absent = [i for i in (9, 10, 11, 16, 17, 20, 21, 22, 23) if self.graph.input(op, i) is not None]
+        if absent:
+            raise NotCovered(op, "peephole, projection or layer norm tensors")
+        activation = int(op.options.get("FusedActivationFunction", 4))
+        if activation != 4:  # the cell gate's: the schema has no SIGMOID, TFLM's kernel takes only TANH
+            raise NotCovered(op, f"cell gate activation {_ACTIVATION_NAMES.get(activation, activation)}")
+        time_major = bool(op.options.get("TimeMajor", False))
+        batch, steps, inputs = x_tensor.shape
+        if time_major and steps > 1:
+            raise NotCovered(op, "time-major input of several batches")
+        if time_major:  # one batch: the same memory layout as batch-major
+            batch, steps = steps, batch
+        units = hidden.shape[-1]
+        gates = []
+        for position, (w_at, r_at, b_at) in enumerate(((1, 5, 12), (2, 6, 13), (3, 7, 14), (4, 8, 15))):
+            weights = [self._int8(op, self.graph.input(op, i), f"gate weights {i}") for i in (w_at, r_at)]
+            bias = self._integer(op, self.graph.input(op, b_at), "gate bias", ("int32",))
+            if (
+                any(w.data is None or not w.per_tensor or np.any(w.zero_point != 0) for w in weights)
+                or bias.data is None
+            ):
+                raise NotCovered(op, "gate weights that are not constant, per-tensor and symmetric")
+            gates.append(
+                recurrent.Gate(
+                    input_weights=weights[0].data,
+                    recurrent_weights=weights[1].data,
+                    bias=bias.data,
+                    input_multiplier=recurrent.fc_multiplier(
+                        x_tensor.scalar_scale, weights[0].scalar_scale, recurrent.GATE_SCALE
+                    ),
+                    recurrent_multiplier=recurrent.fc_multiplier(
+                        hidden.scalar_scale, weights[1].scalar_scale, recurrent.GATE_SCALE
+                    ),
+                    tanh=position == 2,
+                )
+            )
+        cell_scale = float(np.float32(cell.scalar_scale))
+        power, clip = recurrent.cell_parameters(cell_scale, float(op.options.get("CellClip", 0.0)))
+        gate_out = recurrent.GATE_OUTPUT_SCALE
+        spec = recurrent.LstmSpec(
+            name=self.name("lstm"),
+            x_shape=x_tensor.shape,
+            y_shape=out_tensor.shape,
+            batch=batch,
+            steps=steps,
+            inputs=inputs,
+            units=units,
+            input_zero=x_tensor.scalar_zero_point,
+            hidden_zero=hidden.scalar_zero_point,
+            gates=(gates[0], gates[1], gates[2], gates[3]),
+            forget_multiplier=recurrent.mul_multiplier(gate_out, cell_scale, cell_scale),
+            input_multiplier=recurrent.mul_multiplier(gate_out, gate_out, cell_scale),
+            hidden_multiplier=recurrent.mul_multiplier(gate_out, gate_out, float(np.float32(hidden.scalar_scale))),
+            cell_power=power,
+            cell_clip=clip,
+        )
+        args: list[Any] = [x.value]
+        for gate in gates:
+            args += [gate.input_weights, gate.recurrent_weights, gate.bias]
+        args += [np.array(recurrent.SIGMOID_TABLE, np.int32), self.values[hidden.index], self.values[cell.index]]
+        return self._call(Lowered(None, op.op, recurrent.lstm_kernel(spec), args, out_tensor.shape))
 
     def _concat(self, op: Operator) -> Any:
         out_tensor = self._int8(op, self.graph.output(op), "output")
@@ -459,11 +591,15 @@ class DirectBuilder:
         source = self.graph.input(op, 0)
         if source is not None and source.dtype == "float32":
             return self._interface(op, source, self.graph.output(op), to_float=False)
-        _, x = self._activation(op, 0)
-        out_tensor = self._int8(op, self.graph.output(op), "output")
-        out = output_of(op, out_tensor)
-        kernel = elementwise.requantize_kernel(self.name("requantize"), out_tensor.shape, x, out)
-        return self._call(Lowered(None, "QUANTIZE", kernel, [x.value], out_tensor.shape))
+        x_tensor, x = self._activation(op, 0, dtypes=_REQUANTIZED)
+        out_tensor = self._integer(op, self.graph.output(op), "output", _REQUANTIZED)
+        if (x_tensor.dtype, out_tensor.dtype) not in _REQUANTIZE_PAIRS:
+            raise NotCovered(op, f"{x_tensor.dtype} → {out_tensor.dtype}")
+        low, high = _LIMITS[out_tensor.dtype]
+        out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, low, high)
+        dtypes = (x_tensor.dtype, out_tensor.dtype)
+        kernel = elementwise.requantize_kernel(self.name("requantize"), out_tensor.shape, x, out, dtypes=dtypes)
+        return self._call(Lowered(None, "QUANTIZE", kernel, [x.value], out_tensor.shape, dtype=out_tensor.dtype))
 
     def _dequantize(self, op: Operator) -> Any:
         source = self.graph.input(op, 0)

@@ -44,18 +44,26 @@ def add_params(a: Quantized, b: Quantized, out: Output) -> tuple[tuple[int, int]
     )
 
 
-def unary_kernel(name: str, op: str, shape: tuple[int, ...], scalar: Callable[[Any], Any]) -> Any:
-    """out[i] = scalar(int32(x[i])) for every element; `scalar` returns the clamped int32 value."""
+def unary_kernel(
+    name: str,
+    op: str,
+    shape: tuple[int, ...],
+    scalar: Callable[[Any], Any],
+    dtypes: tuple[str, str] = ("int8", "int8"),
+) -> Any:
+    """out[i] = scalar(int32(x[i])) for every element; `scalar` returns the clamped int32 value.
+    `dtypes`: of the input and of the output (QUANTIZE also converts int16 ↔ int8/int32)."""
+    from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
     size = _flat(shape)
     with IRBuilder() as ib, prim_func(name, [op], 0):
-        args = [T.arg(name, T.Buffer(shape, "int8")) for name in ("x", "out")]
+        args = [T.arg(arg, T.Buffer(shape, dtype)) for arg, dtype in zip(("x", "out"), dtypes, strict=True)]
         with root_block():
-            x, z = (flat_view(arg, shape) for arg in args)
+            x, z = (flat_view(arg, shape, dtype) for arg, dtype in zip(args, dtypes, strict=True))
             with T.serial(0, size) as i:
-                store_int8(z, scalar(i32(x[i])), [i])
+                T.buffer_store(z, tirx.Cast(dtypes[1], scalar(i32(x[i]))), [i])
     return ib.get()
 
 
@@ -190,10 +198,17 @@ def prelu_kernel(name: str, shapes: Shapes, out_shape: Shape, x: Quantized, alph
 
 
 def requantize_kernel(
-    name: str, shape: tuple[int, ...], q: Quantized, out: Output, op: str = "QUANTIZE", real: float | None = None
+    name: str,
+    shape: tuple[int, ...],
+    q: Quantized,
+    out: Output,
+    op: str = "QUANTIZE",
+    real: float | None = None,
+    dtypes: tuple[str, str] = ("int8", "int8"),
 ) -> Any:
-    """TFLite QUANTIZE int8 → int8 (and RELU, RELU6, ...: the same with the activation's range):
-    (x − zp_in)·(s_in/s_out) in fixed point + zp_out. `real`: the ratio as the operator computes it."""
+    """TFLite QUANTIZE between integer types (and RELU, RELU6, ...: the same with the activation's
+    range): (x − zp_in)·(s_in/s_out) in fixed point + zp_out, clamped to `out`'s range.
+    `real`: the ratio as the operator computes it."""
     identity = real is None and q.scalar_scale == out.scale
     if real is None:
         real = float(np.float32(q.scalar_scale)) / float(np.float32(out.scale))
@@ -204,7 +219,7 @@ def requantize_kernel(
         scaled = centred if identity else multiply_by_constant(local(centred, "int32"), multiplier, shift)
         return clamp(scaled + out.zero_point, out.act_min, out.act_max)
 
-    return unary_kernel(name, op, shape, scalar)
+    return unary_kernel(name, op, shape, scalar, dtypes)
 
 
 def leaky_relu_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output, alpha: float) -> Any:

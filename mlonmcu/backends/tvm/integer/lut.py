@@ -121,6 +121,7 @@ TRANSFORMS: dict[str, Callable[[float], float]] = {
     "LOGISTIC": lambda x: _f32(1.0) / _f32(_f32(1.0) + _f32(_libm.expf(-x))),
     "TANH": lambda x: float(_libm.tanhf(x)),
     "EXP": lambda x: float(_libm.expf(x)),
+    "ELU": lambda x: x if x >= 0.0 else _f32(_f32(_libm.expf(x)) - _f32(1.0)),  # TFLM's; LiteRT has none
 }
 
 

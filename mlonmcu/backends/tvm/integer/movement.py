@@ -234,6 +234,41 @@ def depth_space(b: DirectBuilder, op: Operator) -> Any:
     return relax.op.reshape(b.builder.emit(moved), b.graph.output(op).shape)
 
 
+def space_batch(b: DirectBuilder, op: Operator) -> Any:
+    """SPACE_TO_BATCH_ND (pad with the zero point, then move each block offset into the batch,
+    offset-major as TFLite) and BATCH_TO_SPACE_ND (the inverse, then crop): reshape-permute-reshape
+    over the M block dimensions after the batch."""
+    from tvm import relax
+
+    tensor, value = _source(b, op)
+    out = b.graph.output(op)
+    blocks = _constant_ints(b, op, 1, "block shapes")
+    amounts = _constant_ints(b, op, 2, "paddings" if op.op == "SPACE_TO_BATCH_ND" else "crops")
+    m = len(blocks)
+    rest = list(tensor.shape[1 + m :])
+    if op.op == "SPACE_TO_BATCH_ND":
+        widths = [0, 0, *amounts, *[0] * (2 * len(rest))]
+        fill = float(out.scalar_zero_point if out.quantized else 0)
+        padded = b.builder.emit(relax.op.nn.pad(value, widths, pad_mode="constant", pad_value=fill))
+        n = tensor.shape[0]
+        spatial = [tensor.shape[1 + i] + amounts[2 * i] + amounts[2 * i + 1] for i in range(m)]
+        split = [n, *[d for i in range(m) for d in (spatial[i] // blocks[i], blocks[i])], *rest]
+        order = [*[2 + 2 * i for i in range(m)], 0, *[1 + 2 * i for i in range(m)], *range(1 + 2 * m, len(split))]
+        moved = relax.op.permute_dims(b.builder.emit(relax.op.reshape(padded, split)), order)
+        return relax.op.reshape(b.builder.emit(moved), out.shape)
+    n = tensor.shape[0] // int(np.prod(blocks))
+    spatial = list(tensor.shape[1 : 1 + m])
+    split = [*blocks, n, *spatial, *rest]
+    order = [m, *[d for i in range(m) for d in (m + 1 + i, i)], *range(2 * m + 1, len(split))]
+    moved = b.builder.emit(relax.op.permute_dims(b.builder.emit(relax.op.reshape(value, split)), order))
+    full = [n, *[spatial[i] * blocks[i] for i in range(m)], *rest]
+    joined = b.builder.emit(relax.op.reshape(moved, full))
+    begin = [0, *amounts[0::2], *[0] * len(rest)]
+    return relax.op.strided_slice(
+        joined, list(range(len(full))), begin, [b + e for b, e in zip(begin, out.shape, strict=True)]
+    )
+
+
 def nearest_index(out_size: int, in_size: int, align_corners: bool, half_pixel: bool) -> list[int]:
     """TFLite's nearest-neighbour source index per output position, in its float32 arithmetic."""
     if align_corners and out_size > 1:
@@ -292,4 +327,6 @@ HANDLERS = {
     "SPACE_TO_DEPTH": depth_space,
     "DEPTH_TO_SPACE": depth_space,
     "RESIZE_NEAREST_NEIGHBOR": resize_nearest,
+    "SPACE_TO_BATCH_ND": space_batch,
+    "BATCH_TO_SPACE_ND": space_batch,
 }

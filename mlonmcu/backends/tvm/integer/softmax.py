@@ -25,7 +25,6 @@ from mlonmcu.backends.tvm.integer.tir import (
     local,
     prim_func,
     root_block,
-    store_int8,
 )
 
 if TYPE_CHECKING:
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
 
 INPUT_INTEGER_BITS = 5  # exp input in Q5.26
 ACCUMULATION_INTEGER_BITS = 12  # sum of exps in Q12.19
-OUTPUT_SCALE = 1.0 / 256
-OUTPUT_ZERO_POINT = -128
 EXP_MINUS_ONE_EIGHTH = 1895147668  # exp(-1/8) in Q0.31
 ONE_THIRD = 715827883  # 1/3 in Q0.31
 # exp(-2^k) in Q0.31 for k = -2 .. 4 (gemmlowp's barrel shifter)
@@ -109,12 +106,17 @@ def _reciprocal(total: Any) -> tuple[Any, Any]:
     return local(saturating_shift_left(x, 1), "int32"), bits_over_unit
 
 
-def softmax_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output) -> Any:
+def softmax_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output, out_dtype: str = "int8") -> Any:
+    """int8 → int8 (scale 1/256) or int8 → int16 (scale 1/65536): TFLite's one gemmlowp softmax,
+    with the output's width in the final shift."""
     from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
-    if out.zero_point != OUTPUT_ZERO_POINT or abs(out.scale - OUTPUT_SCALE) > OUTPUT_SCALE * 1e-3:
+    bits = 16 if out_dtype == "int16" else 8
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    scale = 1.0 / (1 << bits)
+    if out.zero_point != low or abs(out.scale - scale) > scale * 1e-3:
         return None  # TFLite requires this output quantization
     multiplier, left_shift, diff_min = softmax_parameters(q.scalar_scale)
     depth = shape[-1]
@@ -129,9 +131,9 @@ def softmax_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output)
 
     with IRBuilder() as ib, prim_func(name, ["SOFTMAX"], 0):
         x_arg = T.arg("x", T.Buffer(shape, "int8"))
-        y_arg = T.arg("y", T.Buffer(shape, "int8"))
+        y_arg = T.arg("y", T.Buffer(shape, out_dtype))
         with root_block():
-            x, y = flat_view(x_arg, shape), flat_view(y_arg, shape)
+            x, y = flat_view(x_arg, shape), flat_view(y_arg, shape, out_dtype)
             acc = accumulators(2)  # [0]: row max, [1]: sum of exps (Q12.19)
             with T.serial(0, rows) as r:
                 base = r * depth
@@ -145,9 +147,10 @@ def softmax_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output)
                     term = rounding_divide_by_pot(e, _c(ACCUMULATION_INTEGER_BITS))
                     T.buffer_store(acc, acc[1] + tirx.Select(valid, term, _c(0)), [1])
                 recip, bits_over_unit = _reciprocal(acc[1])
-                exponent = local(bits_over_unit + _c(31 - 8), "int32")
+                exponent = local(bits_over_unit + _c(31 - bits), "int32")
                 with T.serial(0, depth) as c:
                     valid, e = exp_of(x[base + c], row_max)
-                    value = rounding_divide_by_pot(_srdhm(recip, e), exponent) + _c(OUTPUT_ZERO_POINT)
-                    store_int8(y, tirx.Select(valid, clamp(value, -128, 127), _c(-128)), [base + c])
+                    value = rounding_divide_by_pot(_srdhm(recip, e), exponent) + _c(low)
+                    result = tirx.Select(valid, clamp(value, low, high), _c(low))
+                    T.buffer_store(y, tirx.Cast(out_dtype, result), [base + c])
     return ib.get()
