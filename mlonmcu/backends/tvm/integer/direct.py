@@ -525,15 +525,15 @@ class DirectBuilder:
         for position, (w_at, r_at, b_at) in enumerate(((1, 5, 12), (2, 6, 13), (3, 7, 14), (4, 8, 15))):
             weights = [self._int8(op, self.graph.input(op, i), f"gate weights {i}") for i in (w_at, r_at)]
             bias = self._integer(op, self.graph.input(op, b_at), "gate bias", ("int32",))
-            if (
-                any(w.data is None or not w.per_tensor or np.any(w.zero_point != 0) for w in weights)
-                or bias.data is None
-            ):
-                raise NotCovered(op, "gate weights that are not constant, per-tensor and symmetric")
+            matrices = [w.data for w in weights]
+            if any(not w.per_tensor or np.any(w.zero_point != 0) for w in weights):
+                raise NotCovered(op, "gate weights that are not per-tensor and symmetric")
+            if matrices[0] is None or matrices[1] is None or bias.data is None:
+                raise NotCovered(op, "gate weights or biases that are not constant")
             gates.append(
                 recurrent.Gate(
-                    input_weights=weights[0].data,
-                    recurrent_weights=weights[1].data,
+                    input_weights=matrices[0],
+                    recurrent_weights=matrices[1],
                     bias=bias.data,
                     input_multiplier=recurrent.fc_multiplier(
                         x_tensor.scalar_scale, weights[0].scalar_scale, recurrent.GATE_SCALE
