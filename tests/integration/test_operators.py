@@ -77,6 +77,21 @@ def conv(dilation: int, stride: int, padding: int):
     return build(tensors, [Op("CONV_2D", [0, 1, 2], [3], opts, "Conv2DOptions")], [0], [3])
 
 
+def transpose_conv(kernel: int, stride: int, padding: int, out_hw: tuple[int, int], act: int = 0):
+    """x [1, 4, 3, 8] → [1, OH, OW, 5], per-channel filter scales and a bias."""
+    w = RNG.integers(-127, 128, (5, kernel, kernel, 8)).astype(np.int8)
+    scales = list(RNG.uniform(0.002, 0.02, 5))
+    tensors = [
+        const(np.array([1, *out_hw, 5], np.int32)),
+        const(w, scales, [0] * 5),
+        q((1, 4, 3, 8), 0.04, -7),
+        const(RNG.integers(-3000, 3000, 5).astype(np.int32), [0.04 * s for s in scales], [0] * 5),
+        q((1, *out_hw, 5), 0.1, 2),
+    ]
+    opts = {"Padding": padding, "StrideH": stride, "StrideW": stride, "FusedActivationFunction": act}
+    return build(tensors, [Op("TRANSPOSE_CONV", [0, 1, 2, 3], [4], opts, "TransposeConvOptions", 4)], [2], [4])
+
+
 def depthwise_multiplier():
     """One input channel, multiplier 4, per-channel scales on axis 3 (micro_speech's first layer)."""
     shape = (1, 9, 7, 1)
@@ -107,6 +122,11 @@ def dense_4d():
 
 
 CASES: dict[str, Callable[[], bytes]] = {
+    "transpose_conv_stride2_same": lambda: transpose_conv(3, 2, 0, (8, 6)),
+    "transpose_conv_stride2_valid": lambda: transpose_conv(2, 2, 1, (8, 6), act=1),
+    "transpose_conv_stride1_same": lambda: transpose_conv(3, 1, 0, (4, 3)),
+    "transpose_conv_stride3_kernel2": lambda: transpose_conv(2, 3, 1, (11, 8)),  # phases no tap reaches
+    "transpose_conv_odd_output": lambda: transpose_conv(3, 2, 0, (7, 5)),
     "add_broadcast_channels": lambda: binary("ADD", X, (1, 1, 1, 8), "AddOptions", act=1),
     "add_broadcast_rows": lambda: binary("ADD", X, (1, 6, 1, 1), "AddOptions"),
     "sub": lambda: binary("SUB", X, X, "SubOptions"),
@@ -136,6 +156,13 @@ CASES: dict[str, Callable[[], bytes]] = {
     "logistic": lambda: unary("LOGISTIC", out_scale=1 / 256, out_zp=-128),
     "tanh": lambda: unary("TANH", out_scale=1 / 128, out_zp=0),
     "exp": lambda: unary("EXP", out_scale=0.9, out_zp=-128, version=2),
+    "resize_bilinear": lambda: moving("RESIZE_BILINEAR", (1, 12, 10, 8), ([12, 10],), "ResizeBilinearOptions"),
+    "resize_bilinear_half_pixel": lambda: moving(
+        "RESIZE_BILINEAR", (1, 9, 7, 8), ([9, 7],), "ResizeBilinearOptions", HalfPixelCenters=True
+    ),
+    "resize_bilinear_align_corners": lambda: moving(
+        "RESIZE_BILINEAR", (1, 11, 4, 8), ([11, 4],), "ResizeBilinearOptions", AlignCorners=True
+    ),
     "transpose": lambda: moving("TRANSPOSE", (1, 8, 6, 5), ([0, 3, 1, 2],)),
     "pad": lambda: moving("PAD", (1, 9, 8, 8), ([[0, 0], [1, 2], [2, 1], [0, 0]],)),
     "mirror_pad_reflect": lambda: moving(

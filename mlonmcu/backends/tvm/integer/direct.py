@@ -11,13 +11,24 @@ approximation.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer import elementwise, lut, matmul, movement, pooling, recurrent, softmax
+from mlonmcu.backends.tvm.integer import (
+    deconv,
+    elementwise,
+    lut,
+    matmul,
+    movement,
+    pooling,
+    recurrent,
+    resize,
+    softmax,
+)
 from mlonmcu.backends.tvm.integer.fixedpoint import round_half_away
 from mlonmcu.backends.tvm.integer.graph import Quantized
 from mlonmcu.backends.tvm.integer.lowering import LoweringReport
@@ -94,6 +105,7 @@ class DirectBuilder:
         self.handlers: dict[str, Callable[[Operator], Any]] = {
             "CONV_2D": self._conv,
             "DEPTHWISE_CONV_2D": self._conv,
+            "TRANSPOSE_CONV": self._transpose_conv,
             "FULLY_CONNECTED": self._dense,
             "BATCH_MATMUL": self._batch_matmul,
             "ADD": self._binary,
@@ -107,6 +119,7 @@ class DirectBuilder:
             "AVERAGE_POOL_2D": self._average_pool,
             "MAX_POOL_2D": self._max_pool,
             "MEAN": self._mean,
+            "RESIZE_BILINEAR": self._resize_bilinear,
             "SOFTMAX": self._softmax,
             "SVDF": self._svdf,
             "UNIDIRECTIONAL_SEQUENCE_LSTM": self._lstm,
@@ -263,6 +276,72 @@ class DirectBuilder:
         return self._call(
             conv_lowering(name, x, in_shape, hwio, scales, bias.reshape(-1), out, shape, geometry, self.schedule)
         )
+
+    def _transpose_conv(self, op: Operator) -> Any:
+        """One register-blocked convolution per output phase (integer/deconv.py), interleaved."""
+        from tvm import relax
+
+        x_tensor, x = self._activation(op, 2)
+        weights = self._int8(op, self.graph.input(op, 1), "filter")
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        if weights.data is None or np.any(weights.zero_point != 0):
+            raise NotCovered(op, "a filter that is not constant and symmetric")
+        out = output_of(op, out_tensor)
+        channels = out_tensor.shape[3]
+        bias_tensor = self.graph.input(op, 3)
+        bias = np.zeros(channels, np.int32) if bias_tensor is None else bias_tensor.data
+        if bias is None or bias.dtype != np.int32:
+            raise NotCovered(op, "a bias that is not constant int32")
+        hwio = np.transpose(weights.data, (1, 2, 3, 0))  # [O, KH, KW, I] → [KH, KW, I, O]
+        strides = (int(op.options["StrideH"]), int(op.options["StrideW"]))
+        same = int(op.options["Padding"]) == _SAME
+        n, height, width, _ = x_tensor.shape
+        _, out_h, out_w, _ = out_tensor.shape
+        per_axis = [
+            deconv.phases(size, hwio.shape[axis], stride, deconv.padding(size, hwio.shape[axis], stride, same))
+            for axis, (size, stride) in enumerate(zip((out_h, out_w), strides, strict=True))
+        ]
+        rows = []
+        for phase_y in per_axis[0]:
+            row = []
+            for phase_x in per_axis[1]:
+                (y0, y1, top, bottom), (x0, x1, left, right) = (
+                    deconv.window(phase_y, height),
+                    deconv.window(phase_x, width),
+                )
+                if y1 <= y0 or x1 <= x0:
+                    raise NotCovered(op, "an output phase that reads no input")
+                value = x.value
+                if (y0, y1, x0, x1) != (0, height, 0, width):
+                    value = self.builder.emit(relax.op.strided_slice(value, [1, 2], [y0, x0], [y1, x1]))
+                kernel = hwio[list(phase_y.taps)][:, list(phase_x.taps)]
+                if kernel.size == 0:  # a phase no filter tap reaches: the bias alone
+                    kernel = np.zeros((1, 1, *hwio.shape[2:]), np.int8)
+                shape = (n, phase_y.rows, phase_x.rows, channels)
+                lowered = conv_lowering(
+                    self.name("transpose_conv2d"),
+                    Quantized(value, x.scale, x.zero_point, x.axis),
+                    (n, y1 - y0, x1 - x0, hwio.shape[2]),
+                    kernel,
+                    weights.scale,
+                    bias.reshape(-1),
+                    out,
+                    shape,
+                    ConvGeometry((1, 1), (1, 1), (top, left, bottom, right)),
+                    self.schedule,
+                )
+                lowered = dataclasses.replace(lowered, op=op.op)
+                row.append(self.builder.emit(relax.op.expand_dims(self.builder.emit(self._call(lowered)), 0)))
+            rows.append(self.builder.emit(relax.op.expand_dims(self.builder.emit(relax.op.concat(row, 0)), 0)))
+        if strides == (1, 1):  # one phase: [1, 1, N, OH, OW, O]
+            return relax.op.reshape(rows[0], out_tensor.shape)
+        stacked = self.builder.emit(relax.op.concat(rows, 0))  # [SH, SW, N, MH, MW, O]
+        moved = self.builder.emit(relax.op.permute_dims(stacked, [2, 3, 0, 4, 1, 5]))
+        full_h, full_w = per_axis[0][0].rows * strides[0], per_axis[1][0].rows * strides[1]
+        joined = self.builder.emit(relax.op.reshape(moved, (n, full_h, full_w, channels)))
+        if (full_h, full_w) == (out_h, out_w):
+            return joined
+        return relax.op.strided_slice(joined, [1, 2], [0, 0], [out_h, out_w])
 
     def _dense(self, op: Operator) -> Any:
         from tvm import relax
@@ -436,6 +515,20 @@ class DirectBuilder:
         if (out.act_min, out.act_max) == (INT8_MIN, INT8_MAX):
             return pooled
         return relax.op.clip(self.builder.emit(pooled), out.act_min, out.act_max)
+
+    def _resize_bilinear(self, op: Operator) -> Any:
+        x_tensor, x = self._activation(op, 0)
+        out_tensor = self._int8(op, self.graph.output(op), "output")
+        self._same_quantization(op, x_tensor, out_tensor)
+        align = bool(op.options.get("AlignCorners", False))
+        half = bool(op.options.get("HalfPixelCenters", False))
+        if align and half:
+            raise NotCovered(op, "both align_corners and half_pixel_centers")
+        (_, height, width, _), (_, out_h, out_w, _) = x_tensor.shape, out_tensor.shape
+        rows = resize.sample_table(out_h, height, align, half)
+        cols = resize.sample_table(out_w, width, align, half)
+        kernel = resize.bilinear_kernel(self.name("resize_bilinear"), x_tensor.shape, out_tensor.shape)
+        return self._call(Lowered(None, op.op, kernel, [x.value, rows, cols], out_tensor.shape))
 
     def _mean(self, op: Operator) -> Any:
         """MEAN over any constant axes (keep_dims or not). (SUM is the same sum with another
