@@ -227,3 +227,44 @@ def lstm_model(batch: int, steps: int, cell_clip: float = 0.0, time_major: bool 
     }
     op = Op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs_of, [hidden + 2], options, "UnidirectionalSequenceLSTMOptions")
     return build(tensors, [op], [0], [hidden + 2])
+
+
+def transpose_conv_model(
+    kernel: int, stride: int, padding: int, out_hw: tuple[int, int], act: int = 0, dtype: str = "int8", seed: int = 11
+) -> bytes:
+    """TRANSPOSE_CONV of x [1, 4, 3, 8] → [1, OH, OW, 5], per-channel filter scales and a bias
+    (int32; int64 for 16x8, whose activations have zero point 0)."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-127, 128, (5, kernel, kernel, 8)).astype(np.int8)
+    scales = list(rng.uniform(0.002, 0.02, 5))
+    x_scale, x_zero, y_scale, y_zero = (0.04, -7, 0.1, 2) if dtype == "int8" else (0.0004, 0, 0.001, 0)
+    tensors = [
+        const(np.array([1, *out_hw, 5], np.int32)),
+        const(w, scales, [0] * 5),
+        q((1, 4, 3, 8), x_scale, x_zero, dtype),
+        const(
+            rng.integers(-3000, 3000, 5).astype("int32" if dtype == "int8" else "int64"), [x_scale * s for s in scales]
+        ),
+        q((1, *out_hw, 5), y_scale, y_zero, dtype),
+    ]
+    opts = {"Padding": padding, "StrideH": stride, "StrideW": stride, "FusedActivationFunction": act}
+    return build(tensors, [Op("TRANSPOSE_CONV", [0, 1, 2, 3], [4], opts, "TransposeConvOptions", 4)], [2], [4])
+
+
+def conv16_model(bias_dtype: str, stride: int = 1, padding: int = 0, seed: int = 13) -> bytes:
+    """16x8 CONV_2D: x int16 [1, 6, 5, 8] (zero point 0), int8 per-channel weights [6, 3, 3, 8],
+    an int64 or int32 bias (TFLM accumulates in the bias' width)."""
+    rng = np.random.default_rng(seed)
+    shape = (1, 6, 5, 8)
+    w = rng.integers(-127, 128, (6, 3, 3, 8)).astype(np.int8)
+    scales = list(rng.uniform(0.002, 0.02, 6))
+    h = (shape[1] + stride - 1) // stride if padding == 0 else (shape[1] - 3) // stride + 1
+    w_out = (shape[2] + stride - 1) // stride if padding == 0 else (shape[2] - 3) // stride + 1
+    tensors = [
+        q(shape, 0.0004, 0, "int16"),
+        const(w, scales, [0] * 6),
+        const(rng.integers(-30000, 30000, 6).astype(bias_dtype), [0.0004 * s for s in scales], [0] * 6),
+        q((1, h, w_out, 6), 0.0009, 0, "int16"),
+    ]
+    opts = {"Padding": padding, "StrideH": stride, "StrideW": stride, "FusedActivationFunction": 1}
+    return build(tensors, [Op("CONV_2D", [0, 1, 2], [3], opts, "Conv2DOptions", 4)], [0], [3])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tflite_builder import Op, Tensor, build, const, q, write
+from tflite_builder import Op, Tensor, build, const, conv16_model, q, transpose_conv_model, write
 
 pytestmark = pytest.mark.integration
 
@@ -77,19 +77,9 @@ def conv(dilation: int, stride: int, padding: int):
     return build(tensors, [Op("CONV_2D", [0, 1, 2], [3], opts, "Conv2DOptions")], [0], [3])
 
 
-def transpose_conv(kernel: int, stride: int, padding: int, out_hw: tuple[int, int], act: int = 0):
-    """x [1, 4, 3, 8] → [1, OH, OW, 5], per-channel filter scales and a bias."""
-    w = RNG.integers(-127, 128, (5, kernel, kernel, 8)).astype(np.int8)
-    scales = list(RNG.uniform(0.002, 0.02, 5))
-    tensors = [
-        const(np.array([1, *out_hw, 5], np.int32)),
-        const(w, scales, [0] * 5),
-        q((1, 4, 3, 8), 0.04, -7),
-        const(RNG.integers(-3000, 3000, 5).astype(np.int32), [0.04 * s for s in scales], [0] * 5),
-        q((1, *out_hw, 5), 0.1, 2),
-    ]
-    opts = {"Padding": padding, "StrideH": stride, "StrideW": stride, "FusedActivationFunction": act}
-    return build(tensors, [Op("TRANSPOSE_CONV", [0, 1, 2, 3], [4], opts, "TransposeConvOptions", 4)], [2], [4])
+def binary16(op: str, b: tuple[int, ...], options: str):
+    tensors = [q(X, 0.0003, 0, "int16"), q(b, 0.0005, 0, "int16"), q(X, 0.0007, 0, "int16")]
+    return build(tensors, [Op(op, [0, 1], [2], {"FusedActivationFunction": 0}, options, 3)], [0, 1], [2])
 
 
 def depthwise_multiplier():
@@ -122,11 +112,21 @@ def dense_4d():
 
 
 CASES: dict[str, Callable[[], bytes]] = {
-    "transpose_conv_stride2_same": lambda: transpose_conv(3, 2, 0, (8, 6)),
-    "transpose_conv_stride2_valid": lambda: transpose_conv(2, 2, 1, (8, 6), act=1),
-    "transpose_conv_stride1_same": lambda: transpose_conv(3, 1, 0, (4, 3)),
-    "transpose_conv_stride3_kernel2": lambda: transpose_conv(2, 3, 1, (11, 8)),  # phases no tap reaches
-    "transpose_conv_odd_output": lambda: transpose_conv(3, 2, 0, (7, 5)),
+    "transpose_conv_stride2_same": lambda: transpose_conv_model(3, 2, 0, (8, 6)),
+    "transpose_conv_stride2_valid": lambda: transpose_conv_model(2, 2, 1, (8, 6), act=1),
+    "transpose_conv_stride1_same": lambda: transpose_conv_model(3, 1, 0, (4, 3)),
+    "transpose_conv_stride3_kernel2": lambda: transpose_conv_model(2, 3, 1, (11, 8)),  # phases no tap reaches
+    "transpose_conv_odd_output": lambda: transpose_conv_model(3, 2, 0, (7, 5)),
+    "conv_16x8_int64_bias": lambda: conv16_model("int64"),
+    "conv_16x8_int64_bias_strided_valid": lambda: conv16_model("int64", stride=2, padding=1),
+    "add_16x8": lambda: binary16("ADD", X, "AddOptions"),
+    "sub_16x8_broadcast": lambda: binary16("SUB", (1, 1, 1, 8), "SubOptions"),
+    "leaky_relu_16x8": lambda: build(
+        [q(X, 0.0004, 0, "int16"), q(X, 0.0003, 0, "int16")],
+        [Op("LEAKY_RELU", [0], [1], {"Alpha": 0.2}, "LeakyReluOptions", 2)],
+        [0],
+        [1],
+    ),
     "add_broadcast_channels": lambda: binary("ADD", X, (1, 1, 1, 8), "AddOptions", act=1),
     "add_broadcast_rows": lambda: binary("ADD", X, (1, 6, 1, 1), "AddOptions"),
     "sub": lambda: binary("SUB", X, X, "SubOptions"),

@@ -341,15 +341,22 @@ def test_a_prepare_that_aborts_is_not_called_an_arena_size(tflm_home, mlonmcu, t
 
 
 def test_operators_litert_lacks_are_judged_by_tflm(tflm_home, mlonmcu, tmp_path):
-    """int8 ELU: LiteRT's reference kernels have none; TFLM's table is the specification."""
-    from tflite_builder import Op, build, q, write
+    """Where LiteRT's reference kernels have none (int8 ELU, 16x8 TRANSPOSE_CONV) or differ from
+    TFLM (a 16x8 CONV_2D with an int32 bias: TFLM accumulates in int32), TFLM's are the oracle."""
+    from tflite_builder import Op, build, conv16_model, q, transpose_conv_model, write
 
     shape = (1, 6, 5, 8)
-    elu = build([q(shape, 0.04, -7), q(shape, 0.05, 3)], [Op("ELU", [0], [1], version=2)], [0], [1])
-    model = write(tmp_path, "elu", elu)
-    args = ["flow", "run", model, "-b", "tvmaot", "-t", "host_x86", "-f", "validate", "-c", "validate.reference=tflm"]
+    models = {
+        "elu": build([q(shape, 0.04, -7), q(shape, 0.05, 3)], [Op("ELU", [0], [1], version=2)], [0], [1]),
+        "conv_16x8_int32_bias": conv16_model("int32", stride=2, padding=1),
+        "transpose_conv_16x8": transpose_conv_model(3, 2, 0, (8, 6), dtype="int16"),
+        "transpose_conv_16x8_stride3": transpose_conv_model(2, 3, 1, (11, 8), dtype="int16"),
+    }
+    paths = [write(tmp_path, name, model) for name, model in models.items()]
+    args = ["flow", "run", *paths, "-b", "tvmaot", "-t", "host_x86", "-f", "validate", "-c", "validate.reference=tflm"]
     code, output = mlonmcu(*args, "-c", "tvmaot.importer=direct", "-H", tflm_home)
     assert code == 0, output
-    row = report(tflm_home).iloc[0]
-    assert row["Validation"] == "pass" and row["Max Abs Error"] == 0, row["Validation Detail"]
-    assert row["Float Ops"] == "none"
+    frame = report(tflm_home).set_index("Model")
+    assert (frame["Validation"] == "pass").all(), frame["Validation Detail"]
+    assert (frame["Max Abs Error"] == 0).all()
+    assert (frame["Float Ops"] == "none").all()

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from mlonmcu.backends.tvm.integer import (
+    conv16,
     deconv,
     elementwise,
     lut,
@@ -57,6 +58,7 @@ _ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TA
 _SAME = 0  # TFLite Padding
 _LIMITS = {"int8": (INT8_MIN, INT8_MAX), "int16": (-(1 << 15), (1 << 15) - 1), "int32": (-(1 << 31), (1 << 31) - 1)}
 _REQUANTIZED = ("int8", "int16", "int32")
+_WIDE = ("int8", "int16")  # operators with a 16x8 variant take int16 activations too
 # QUANTIZE between integer types: the (input, output) pairs TFLM's Requantize takes
 _REQUANTIZE_PAIRS = {("int8", "int8"), ("int16", "int8"), ("int8", "int16"), ("int8", "int32")}
 _REQUANTIZE_PAIRS |= {("int16", "int16"), ("int16", "int32"), ("int32", "int16")}
@@ -79,10 +81,12 @@ def output_of(op: Operator, tensor: Tensor) -> Output:
 
 
 def clamped_output(tensor: Tensor, bounds: Range) -> Output:
-    """The tensor's quantization with `bounds` quantized to int8, as TFLite computes the range."""
+    """The tensor's quantization with `bounds` quantized to its type (int8, int16), as TFLite
+    computes the range."""
     low, high = bounds
-    act_min = INT8_MIN if low is None else max(INT8_MIN, _quantize_value(low, tensor))
-    act_max = INT8_MAX if high is None else min(INT8_MAX, _quantize_value(high, tensor))
+    type_min, type_max = _LIMITS.get(tensor.dtype, _LIMITS["int8"])
+    act_min = type_min if low is None else max(type_min, _quantize_value(low, tensor))
+    act_max = type_max if high is None else min(type_max, _quantize_value(high, tensor))
     return Output(float(np.float32(tensor.scalar_scale)), tensor.scalar_zero_point, act_min, act_max)
 
 
@@ -167,7 +171,8 @@ class DirectBuilder:
         from tvm import relax
 
         if tensor.data is not None:
-            return relax.const(tensor.data.copy(order="C"))  # ascontiguousarray would make a scalar 1-D
+            # ascontiguousarray would make a scalar 1-D; the dtype: relax.const narrows int64 to int32
+            return relax.const(tensor.data.copy(order="C"), str(tensor.data.dtype))
         return self.values[tensor.index]
 
     def name(self, op: str) -> str:
@@ -229,27 +234,68 @@ class DirectBuilder:
         from tvm import relax
 
         gvar = self.builder.add_func(lowered.kernel, str(lowered.kernel.attrs["global_symbol"]))
-        args = [relax.const(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in lowered.args]
+        args = [
+            relax.const(np.ascontiguousarray(a), str(a.dtype)) if isinstance(a, np.ndarray) else a for a in lowered.args
+        ]
         if integer:
             self.report.lowered[lowered.op] += 1
         return relax.call_tir(gvar, relax.Tuple(args), relax.TensorType(lowered.shape, lowered.dtype))
 
     # -- operators -------------------------------------------------------------------------------
 
+    def _conv16(
+        self,
+        op: Operator,
+        value: Any,
+        shapes: tuple[tuple[int, int, int, int], tuple[int, int, int, int]],
+        tensors: tuple[Tensor, Tensor, Tensor, Tensor | None],
+        hwio: np.ndarray,
+        geometry: ConvGeometry,
+        out: Output,
+    ) -> Lowered:
+        """A 16x8 convolution (integer/conv16.py) of `value` (input shape, output shape) from the
+        same geometry as the int8 one; `tensors`: input, filter, output, bias."""
+        in_shape, out_shape = shapes
+        x, weights, out_tensor, bias = tensors
+        if x.scalar_zero_point != 0 or out_tensor.scalar_zero_point != 0:
+            raise NotCovered(op, "int16 activations with a non-zero zero point")
+        channels = out_tensor.shape[3]
+        if bias is not None and (bias.data is None or bias.dtype not in ("int32", "int64")):
+            raise NotCovered(op, "a bias that is not constant int32 or int64")
+        # TFLM accumulates in the bias' width (without a bias: QuantizedBiasType, INT32 = 2, else
+        # int64); its TRANSPOSE_CONV always in int64
+        declared = int(op.options.get("QuantizedBiasType", 0))
+        wide = op.op == "TRANSPOSE_CONV" or (bias.dtype == "int64" if bias is not None else declared != 2)
+        values = np.zeros(channels, np.int64 if wide else np.int32) if bias is None or bias.data is None else bias.data
+        spec = conv16.Conv16Spec(
+            name=self.name("conv2d_16x8"),
+            input_shape=in_shape,
+            output_shape=out_shape,
+            kernel=(int(hwio.shape[0]), int(hwio.shape[1])),
+            strides=geometry.strides,
+            dilation=geometry.dilation,
+            padding=geometry.padding[:2],
+            wide=wide,
+            act=(out.act_min, out.act_max),
+        )
+        pairs = conv16.requant_pairs(x.scalar_scale, weights.scale, out.scale, wide)
+        args = [value, hwio, values.astype(np.int64 if wide else np.int32).reshape(-1), pairs]
+        return Lowered(None, op.op, conv16.conv16_kernel(spec), args, out_shape, dtype="int16")
+
     def _conv(self, op: Operator) -> Any:
-        x_tensor, x = self._activation(op, 0)
+        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
         weights = self._int8(op, self.graph.input(op, 1), "filter")
         if weights.data is None:
             raise NotCovered(op, "a filter that is not constant")
         if np.any(weights.zero_point != 0):
             raise NotCovered(op, "a filter with non-zero zero points")
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = output_of(op, out_tensor)
         bias_tensor = self.graph.input(op, 2)
         channels = out_tensor.shape[3]
         bias = np.zeros(channels, np.int32) if bias_tensor is None else bias_tensor.data
-        if bias is None or bias.dtype != np.int32:
-            raise NotCovered(op, "a bias that is not constant int32")
+        if bias is None or (x_tensor.dtype == "int8" and bias.dtype != np.int32):
+            raise NotCovered(op, "a bias that is not constant int32 (int64 for 16x8)")
         opts = op.options
         strides = (int(opts["StrideH"]), int(opts["StrideW"]))
         dilation = (int(opts.get("DilationHFactor", 1)), int(opts.get("DilationWFactor", 1)))
@@ -271,6 +317,11 @@ class DirectBuilder:
         else:
             top = bottom = left = right = 0
         geometry = ConvGeometry(strides, dilation, (top, left, bottom, right))
+        if x_tensor.dtype == "int16":
+            if hwio.ndim != 4:
+                raise NotCovered(op, "a 16x8 depthwise convolution")
+            tensors = (x_tensor, weights, out_tensor, bias_tensor)
+            return self._call(self._conv16(op, x.value, (in_shape, shape), tensors, hwio, geometry, out))
         name = self.name("conv2d" if hwio.ndim == 4 else "depthwise_conv2d")
         scales = weights.scale
         return self._call(
@@ -281,17 +332,17 @@ class DirectBuilder:
         """One register-blocked convolution per output phase (integer/deconv.py), interleaved."""
         from tvm import relax
 
-        x_tensor, x = self._activation(op, 2)
+        x_tensor, x = self._activation(op, 2, dtypes=_WIDE)
         weights = self._int8(op, self.graph.input(op, 1), "filter")
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         if weights.data is None or np.any(weights.zero_point != 0):
             raise NotCovered(op, "a filter that is not constant and symmetric")
         out = output_of(op, out_tensor)
         channels = out_tensor.shape[3]
         bias_tensor = self.graph.input(op, 3)
         bias = np.zeros(channels, np.int32) if bias_tensor is None else bias_tensor.data
-        if bias is None or bias.dtype != np.int32:
-            raise NotCovered(op, "a bias that is not constant int32")
+        if bias is None or (x_tensor.dtype == "int8" and bias.dtype != np.int32):
+            raise NotCovered(op, "a bias that is not constant int32 (int64 for 16x8)")
         hwio = np.transpose(weights.data, (1, 2, 3, 0))  # [O, KH, KW, I] → [KH, KW, I, O]
         strides = (int(op.options["StrideH"]), int(op.options["StrideW"]))
         same = int(op.options["Padding"]) == _SAME
@@ -318,6 +369,13 @@ class DirectBuilder:
                 if kernel.size == 0:  # a phase no filter tap reaches: the bias alone
                     kernel = np.zeros((1, 1, *hwio.shape[2:]), np.int8)
                 shape = (n, phase_y.rows, phase_x.rows, channels)
+                geometry = ConvGeometry((1, 1), (1, 1), (top, left, bottom, right))
+                if x_tensor.dtype == "int16":
+                    shapes = ((n, y1 - y0, x1 - x0, int(hwio.shape[2])), shape)
+                    tensors = (x_tensor, weights, out_tensor, bias_tensor)
+                    lowered = self._conv16(op, value, shapes, tensors, kernel, geometry, out)
+                    row.append(self.builder.emit(relax.op.expand_dims(self.builder.emit(self._call(lowered)), 0)))
+                    continue
                 lowered = conv_lowering(
                     self.name("transpose_conv2d"),
                     Quantized(value, x.scale, x.zero_point, x.axis),
@@ -327,7 +385,7 @@ class DirectBuilder:
                     bias.reshape(-1),
                     out,
                     shape,
-                    ConvGeometry((1, 1), (1, 1), (top, left, bottom, right)),
+                    geometry,
                     self.schedule,
                 )
                 lowered = dataclasses.replace(lowered, op=op.op)
@@ -409,10 +467,13 @@ class DirectBuilder:
         return self._call(Lowered(None, op.op, kernel, [self.operand(lhs), self.operand(rhs)], out.shape))
 
     def _binary(self, op: Operator) -> Any:
-        """ADD, SUB, MUL, SQUARED_DIFFERENCE with TFLite's broadcasting."""
-        a_tensor, a = self._activation(op, 0, constant=True)
-        b_tensor, b = self._activation(op, 1, constant=True)
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        """ADD, SUB, MUL, SQUARED_DIFFERENCE with TFLite's broadcasting (ADD and SUB also 16x8)."""
+        wide = _WIDE if op.op in ("ADD", "SUB") else ("int8",)
+        a_tensor, a = self._activation(op, 0, constant=True, dtypes=wide)
+        b_tensor, b = self._activation(op, 1, constant=True, dtypes=wide)
+        out_tensor = self._integer(op, self.graph.output(op), "output", wide)
+        if not a_tensor.dtype == b_tensor.dtype == out_tensor.dtype:
+            raise NotCovered(op, f"mixed types {a_tensor.dtype}, {b_tensor.dtype} → {out_tensor.dtype}")
         if np.broadcast_shapes(a_tensor.shape, b_tensor.shape) != out_tensor.shape:
             raise NotCovered(op, f"shapes {a_tensor.shape}, {b_tensor.shape} → {out_tensor.shape}")
         out = output_of(op, out_tensor)
@@ -423,8 +484,10 @@ class DirectBuilder:
         elif op.op == "SQUARED_DIFFERENCE":
             kernel = elementwise.squared_difference_kernel(name, shapes, out_tensor.shape, a, b, out)
         else:
-            kernel = elementwise.add_kernel(name, shapes, out_tensor.shape, a, b, out, subtract=op.op == "SUB")
-        return self._call(Lowered(None, op.op, kernel, [a.value, b.value], out_tensor.shape))
+            kernel = elementwise.add_kernel(
+                name, shapes, out_tensor.shape, a, b, out, subtract=op.op == "SUB", dtype=out_tensor.dtype
+            )
+        return self._call(Lowered(None, op.op, kernel, [a.value, b.value], out_tensor.shape, dtype=out_tensor.dtype))
 
     def _relu(self, op: Operator) -> Any:
         _, x = self._activation(op, 0)
@@ -435,12 +498,13 @@ class DirectBuilder:
         return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
 
     def _leaky_relu(self, op: Operator) -> Any:
-        _, x = self._activation(op, 0)
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
+        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = output_of(op, out_tensor)
         alpha = float(op.options.get("Alpha", 0.2))
-        kernel = elementwise.leaky_relu_kernel(self.name("leaky_relu"), out_tensor.shape, x, out, alpha)
-        return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
+        dtype = out_tensor.dtype
+        kernel = elementwise.leaky_relu_kernel(self.name("leaky_relu"), out_tensor.shape, x, out, alpha, dtype)
+        return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape, dtype=dtype))
 
     def _prelu(self, op: Operator) -> Any:
         x_tensor, x = self._activation(op, 0)

@@ -17,7 +17,6 @@ from mlonmcu.backends.tvm.integer.tir import (
     local,
     prim_func,
     root_block,
-    store_int8,
 )
 
 if TYPE_CHECKING:
@@ -27,20 +26,23 @@ if TYPE_CHECKING:
 Shape = tuple[int, ...]
 Shapes = tuple[Shape, Shape]  # the two inputs of a broadcasting operator
 ADD_LEFT_SHIFT = 20  # int8 ADD works on inputs scaled by 2^20
+ADD16_LEFT_SHIFT = 15  # and int16 ADD/SUB on inputs scaled by 2^15
 
 
 def _flat(shape: tuple[int, ...]) -> int:
     return int(np.prod(shape))
 
 
-def add_params(a: Quantized, b: Quantized, out: Output) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+def add_params(
+    a: Quantized, b: Quantized, out: Output, left_shift: int = ADD_LEFT_SHIFT
+) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
     """TFLite ADD's three (multiplier, shift) pairs; scales are float32, ratios in double."""
     sa, sb, so = (float(np.float32(s)) for s in (a.scalar_scale, b.scalar_scale, out.scale))
     twice_max = 2.0 * max(sa, sb)
     return (
         quantize_multiplier(sa / twice_max),
         quantize_multiplier(sb / twice_max),
-        quantize_multiplier(twice_max / ((1 << ADD_LEFT_SHIFT) * so)),
+        quantize_multiplier(twice_max / ((1 << left_shift) * so)),
     )
 
 
@@ -106,19 +108,26 @@ def _strides(shape: tuple[int, ...], rank: int) -> list[int]:
     return strides
 
 
-def binary_kernel(name: str, op: str, shapes: Shapes, out_shape: Shape, scalar: Callable[[Any, Any], Any]) -> Any:
-    """out = scalar(int32(a), int32(b)) elementwise, the inputs broadcast as numpy (and TFLite) do."""
+def binary_kernel(
+    name: str, op: str, shapes: Shapes, out_shape: Shape, scalar: Callable[[Any, Any], Any], dtype: str = "int8"
+) -> Any:
+    """out = scalar(int32(a), int32(b)) elementwise, the inputs broadcast as numpy (and TFLite) do;
+    inputs and output of `dtype` (int8, or int16 for the 16x8 operators)."""
+    from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
+    def store(buffer: Any, value: Any, indices: list[Any]) -> None:
+        T.buffer_store(buffer, tirx.Cast(dtype, value), indices)
+
     a_shape, b_shape = shapes
     with IRBuilder() as ib, prim_func(name, [op], 0):
-        args = [T.arg(n, T.Buffer(s, "int8")) for n, s in (("a", a_shape), ("b", b_shape), ("out", out_shape))]
+        args = [T.arg(n, T.Buffer(s, dtype)) for n, s in (("a", a_shape), ("b", b_shape), ("out", out_shape))]
         with root_block():
-            x, y, z = (flat_view(arg, s) for arg, s in zip(args, (a_shape, b_shape, out_shape), strict=True))
+            x, y, z = (flat_view(arg, s, dtype) for arg, s in zip(args, (a_shape, b_shape, out_shape), strict=True))
             if a_shape == b_shape == out_shape:
                 with T.serial(0, _flat(out_shape)) as i:
-                    store_int8(z, scalar(i32(x[i]), i32(y[i])), [i])
+                    store(z, scalar(i32(x[i]), i32(y[i])), [i])
             else:
                 rank = len(out_shape)
                 with ExitStack() as loops:
@@ -126,24 +135,33 @@ def binary_kernel(name: str, op: str, shapes: Shapes, out_shape: Shape, scalar: 
                     a_at = sum(v * s for v, s in zip(axes, _strides(a_shape, rank), strict=True) if s)
                     b_at = sum(v * s for v, s in zip(axes, _strides(b_shape, rank), strict=True) if s)
                     out_at = sum(v * s for v, s in zip(axes, _strides(out_shape, rank), strict=True) if s)
-                    store_int8(z, scalar(i32(x[a_at]), i32(y[b_at])), [out_at])
+                    store(z, scalar(i32(x[a_at]), i32(y[b_at])), [out_at])
     return ib.get()
 
 
 def add_kernel(
-    name: str, shapes: Shapes, out_shape: Shape, a: Quantized, b: Quantized, out: Output, subtract: bool = False
+    name: str,
+    shapes: Shapes,
+    out_shape: Shape,
+    a: Quantized,
+    b: Quantized,
+    out: Output,
+    subtract: bool = False,
+    dtype: str = "int8",
 ) -> Any:
-    """TFLite ADD / SUB: both inputs scaled by 2^20 and to the larger scale, then requantized."""
-    (ma, sa), (mb, sb), (mo, so) = add_params(a, b, out)
+    """TFLite ADD / SUB: both inputs scaled by 2^20 (int16: 2^15, TFLite's general int16 path) and
+    to the larger scale, then requantized."""
+    left_shift = ADD_LEFT_SHIFT if dtype == "int8" else ADD16_LEFT_SHIFT
+    (ma, sa), (mb, sb), (mo, so) = add_params(a, b, out, left_shift)
 
     def scalar(xa: Any, xb: Any) -> Any:
-        va = local((xa - a.scalar_zero_point) * (1 << ADD_LEFT_SHIFT), "int32")
-        vb = local((xb - b.scalar_zero_point) * (1 << ADD_LEFT_SHIFT), "int32")
+        va = local((xa - a.scalar_zero_point) * (1 << left_shift), "int32")
+        vb = local((xb - b.scalar_zero_point) * (1 << left_shift), "int32")
         scaled_a, scaled_b = multiply_by_constant(va, ma, sa), multiply_by_constant(vb, mb, sb)
         total = local(scaled_a - scaled_b if subtract else scaled_a + scaled_b, "int32")
         return clamp(multiply_by_constant(total, mo, so) + out.zero_point, out.act_min, out.act_max)
 
-    return binary_kernel(name, "SUB" if subtract else "ADD", shapes, out_shape, scalar)
+    return binary_kernel(name, "SUB" if subtract else "ADD", shapes, out_shape, scalar, dtype)
 
 
 def mul_kernel(name: str, shapes: Shapes, out_shape: Shape, a: Quantized, b: Quantized, out: Output) -> Any:
@@ -222,7 +240,9 @@ def requantize_kernel(
     return unary_kernel(name, op, shape, scalar, dtypes)
 
 
-def leaky_relu_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output, alpha: float) -> Any:
+def leaky_relu_kernel(
+    name: str, shape: tuple[int, ...], q: Quantized, out: Output, alpha: float, dtype: str = "int8"
+) -> Any:
     """TFLite LEAKY_RELU: one multiplier for x ≥ zp (s_in/s_out), one for below (s_in·α/s_out),
     both ratios computed in float32 as TFLite's Prepare does."""
     s_in, s_out, a = np.float32(q.scalar_scale), np.float32(out.scale), np.float32(alpha)
@@ -240,7 +260,7 @@ def leaky_relu_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Outp
         )
         return clamp(scaled + out.zero_point, out.act_min, out.act_max)
 
-    return unary_kernel(name, "LEAKY_RELU", shape, scalar)
+    return unary_kernel(name, "LEAKY_RELU", shape, scalar, (dtype, dtype))
 
 
 def concat_kernel(name: str, shapes: list[tuple[int, ...]], out_shape: tuple[int, ...], axis: int) -> Any:

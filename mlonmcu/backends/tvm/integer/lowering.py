@@ -68,4 +68,4 @@ def lower_integer(mod: Any, schedule: Schedule | None = None) -> tuple[Any, Lowe
 def _arg(value: Any) -> Any:
     from tvm import relax
 
-    return relax.const(np.ascontiguousarray(value)) if isinstance(value, np.ndarray) else value
+    return relax.const(np.ascontiguousarray(value), str(value.dtype)) if isinstance(value, np.ndarray) else value

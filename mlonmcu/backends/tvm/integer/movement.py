@@ -303,7 +303,7 @@ def shape(b: DirectBuilder, op: Operator) -> Any:
     tensor, out = b.graph.input(op, 0), b.graph.output(op)
     if tensor is None or out.dtype not in ("int32", "int64"):
         raise NotCovered(op, f"an output of type {out.dtype}")
-    return relax.const(np.array(tensor.shape, dtype=out.dtype))
+    return relax.const(np.array(tensor.shape, dtype=out.dtype), out.dtype)
 
 
 HANDLERS = {
