@@ -268,3 +268,16 @@ def conv16_model(bias_dtype: str, stride: int = 1, padding: int = 0, seed: int =
     ]
     opts = {"Padding": padding, "StrideH": stride, "StrideW": stride, "FusedActivationFunction": 1}
     return build(tensors, [Op("CONV_2D", [0, 1, 2], [3], opts, "Conv2DOptions", 4)], [0], [3])
+
+
+def dense16_model(bias_dtype: str = "int64", seed: int = 17) -> bytes:
+    """16x8 FULLY_CONNECTED: x int16 [2, 24] (zero point 0), int8 weights [7, 24] (per tensor)."""
+    rng = np.random.default_rng(seed)
+    tensors = [
+        q((2, 24), 0.0005, 0, "int16"),
+        const(rng.integers(-127, 128, (7, 24)).astype(np.int8), 0.01),
+        const(rng.integers(-30000, 30000, 7).astype(bias_dtype), 0.0005 * 0.01),
+        q((2, 7), 0.002, 0, "int16"),
+    ]
+    opts = {"FusedActivationFunction": 0, "KeepNumDims": False}
+    return build(tensors, [Op("FULLY_CONNECTED", [0, 1, 2], [3], opts, "FullyConnectedOptions", 7)], [0], [3])

@@ -121,6 +121,12 @@ CASES: dict[str, Callable[[], bytes]] = {
     "conv_16x8_int64_bias_strided_valid": lambda: conv16_model("int64", stride=2, padding=1),
     "add_16x8": lambda: binary16("ADD", X, "AddOptions"),
     "sub_16x8_broadcast": lambda: binary16("SUB", (1, 1, 1, 8), "SubOptions"),
+    "mean_16x8": lambda: build(
+        [q(X, 0.0004, 0, "int16"), const(np.array([1, 2], np.int32)), q((1, 1, 1, 8), 0.0002, 0, "int16")],
+        [Op("MEAN", [0, 1], [2], {"KeepDims": True}, "ReducerOptions", 2)],
+        [0],
+        [2],
+    ),
     "leaky_relu_16x8": lambda: build(
         [q(X, 0.0004, 0, "int16"), q(X, 0.0003, 0, "int16")],
         [Op("LEAKY_RELU", [0], [1], {"Alpha": 0.2}, "LeakyReluOptions", 2)],

@@ -342,8 +342,9 @@ def test_a_prepare_that_aborts_is_not_called_an_arena_size(tflm_home, mlonmcu, t
 
 def test_operators_litert_lacks_are_judged_by_tflm(tflm_home, mlonmcu, tmp_path):
     """Where LiteRT's reference kernels have none (int8 ELU, 16x8 TRANSPOSE_CONV) or differ from
-    TFLM (a 16x8 CONV_2D with an int32 bias: TFLM accumulates in int32), TFLM's are the oracle."""
-    from tflite_builder import Op, build, conv16_model, q, transpose_conv_model, write
+    TFLM (a 16x8 CONV_2D with an int32 bias: TFLM accumulates in int32; 16x8 FULLY_CONNECTED:
+    TFLM's float32 scale product), TFLM's are the oracle."""
+    from tflite_builder import Op, build, conv16_model, dense16_model, q, transpose_conv_model, write
 
     shape = (1, 6, 5, 8)
     models = {
@@ -351,6 +352,8 @@ def test_operators_litert_lacks_are_judged_by_tflm(tflm_home, mlonmcu, tmp_path)
         "conv_16x8_int32_bias": conv16_model("int32", stride=2, padding=1),
         "transpose_conv_16x8": transpose_conv_model(3, 2, 0, (8, 6), dtype="int16"),
         "transpose_conv_16x8_stride3": transpose_conv_model(2, 3, 1, (11, 8), dtype="int16"),
+        "fully_connected_16x8": dense16_model("int64"),
+        "fully_connected_16x8_int32_bias": dense16_model("int32"),
     }
     paths = [write(tmp_path, name, model) for name, model in models.items()]
     args = ["flow", "run", *paths, "-b", "tvmaot", "-t", "host_x86", "-f", "validate", "-c", "validate.reference=tflm"]

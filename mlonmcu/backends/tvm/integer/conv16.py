@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_quantized_multiplier, per_channel_multipliers
+from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_quantized_multiplier
 from mlonmcu.backends.tvm.integer.tir import clamp, local, prim_func, root_block
 
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
@@ -39,14 +39,9 @@ def wide_multipliers(pairs: np.ndarray) -> np.ndarray:
     return np.stack([np.array(reduced), 15 - pairs[:, 1]], axis=1).astype(np.int32)
 
 
-def requant_pairs(input_scale: float, filter_scales: np.ndarray, output_scale: float, wide: bool) -> np.ndarray:
-    pairs = per_channel_multipliers(input_scale, filter_scales, output_scale)
-    return wide_multipliers(pairs) if wide else pairs
-
-
 def conv16_kernel(spec: Conv16Spec) -> Any:
     """Arguments: x (int16 NHWC), weights int8 [KH, KW, I, O], bias [O] (int64 if wide, else
-    int32), requant int32 [O, 2] (requant_pairs), y (int16)."""
+    int32), requant int32 [O, 2] ((multiplier, shift), through wide_multipliers if wide), y (int16)."""
     from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T

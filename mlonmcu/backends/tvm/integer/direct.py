@@ -30,7 +30,7 @@ from mlonmcu.backends.tvm.integer import (
     resize,
     softmax,
 )
-from mlonmcu.backends.tvm.integer.fixedpoint import round_half_away
+from mlonmcu.backends.tvm.integer.fixedpoint import per_channel_multipliers, round_half_away
 from mlonmcu.backends.tvm.integer.graph import Quantized
 from mlonmcu.backends.tvm.integer.lowering import LoweringReport
 from mlonmcu.backends.tvm.integer.patterns import (
@@ -42,6 +42,7 @@ from mlonmcu.backends.tvm.integer.patterns import (
     Schedule,
     conv_lowering,
     dense_lowering,
+    dense_requantization,
     quad,
 )
 from mlonmcu.backends.tvm.integer.uncovered import NotCovered
@@ -252,14 +253,16 @@ class DirectBuilder:
         hwio: np.ndarray,
         geometry: ConvGeometry,
         out: Output,
+        pairs: np.ndarray | None = None,
     ) -> Lowered:
         """A 16x8 convolution (integer/conv16.py) of `value` (input shape, output shape) from the
-        same geometry as the int8 one; `tensors`: input, filter, output, bias."""
+        same geometry as the int8 one; `tensors`: input, filter, output, bias; `pairs`: the
+        (multiplier, shift) per channel if not CONV_2D's."""
         in_shape, out_shape = shapes
         x, weights, out_tensor, bias = tensors
         if x.scalar_zero_point != 0 or out_tensor.scalar_zero_point != 0:
             raise NotCovered(op, "int16 activations with a non-zero zero point")
-        channels = out_tensor.shape[3]
+        channels = out_shape[3]
         if bias is not None and (bias.data is None or bias.dtype not in ("int32", "int64")):
             raise NotCovered(op, "a bias that is not constant int32 or int64")
         # TFLM accumulates in the bias' width (without a bias: QuantizedBiasType, INT32 = 2, else
@@ -278,7 +281,9 @@ class DirectBuilder:
             wide=wide,
             act=(out.act_min, out.act_max),
         )
-        pairs = conv16.requant_pairs(x.scalar_scale, weights.scale, out.scale, wide)
+        if pairs is None:
+            pairs = per_channel_multipliers(x.scalar_scale, weights.scale, out.scale)
+        pairs = conv16.wide_multipliers(pairs) if wide else pairs
         args = [value, hwio, values.astype(np.int64 if wide else np.int32).reshape(-1), pairs]
         return Lowered(None, op.op, conv16.conv16_kernel(spec), args, out_shape, dtype="int16")
 
@@ -404,7 +409,7 @@ class DirectBuilder:
     def _dense(self, op: Operator) -> Any:
         from tvm import relax
 
-        x_tensor, x = self._activation(op, 0)
+        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
         weights = self._int8(op, self.graph.input(op, 1), "weights")
         if weights.data is None or weights.data.ndim != 2:
             raise NotCovered(op, "weights that are not a constant matrix")
@@ -412,13 +417,15 @@ class DirectBuilder:
             raise NotCovered(op, "weights with non-zero zero points")
         if int(op.options.get("WeightsFormat", 0)) != 0:
             raise NotCovered(op, "shuffled weights")
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = output_of(op, out_tensor)
         outputs, inputs = weights.data.shape
         bias_tensor = self.graph.input(op, 2)
         bias = np.zeros(outputs, np.int32) if bias_tensor is None else bias_tensor.data
-        if bias is None or bias.dtype != np.int32:
-            raise NotCovered(op, "a bias that is not constant int32")
+        if bias is None or (x_tensor.dtype == "int8" and bias.dtype != np.int32):
+            raise NotCovered(op, "a bias that is not constant int32 (int64 for 16x8)")
+        if x_tensor.dtype == "int16":
+            return self._dense16(op, x, (x_tensor, weights, out_tensor, bias_tensor), out)
         size = int(np.prod(x_tensor.shape))
         if size % inputs:
             raise NotCovered(op, f"input of {size} values is not a multiple of {inputs}")
@@ -443,6 +450,26 @@ class DirectBuilder:
         if out_tensor.shape != result_shape:  # keep_num_dims, or a batch of one written as [O]
             return relax.op.reshape(self.builder.emit(result), out_tensor.shape)
         return result
+
+    def _dense16(
+        self, op: Operator, x: Quantized, tensors: tuple[Tensor, Tensor, Tensor, Tensor | None], out: Output
+    ) -> Any:
+        """A 16x8 FULLY_CONNECTED: the 16x8 convolution of a 1×1 filter over [1, 1, rows, inputs],
+        with TFLM's FULLY_CONNECTED multipliers."""
+        from tvm import relax
+
+        x_tensor, weights, out_tensor, _ = tensors
+        assert weights.data is not None
+        outputs, inputs = weights.data.shape
+        rows = int(np.prod(x_tensor.shape)) // inputs
+        scales = np.broadcast_to(weights.scale, (outputs,))
+        pairs = dense_requantization(x_tensor.scalar_scale, scales, out.scale, weights.per_tensor, "tflm")
+        flat = self.builder.emit(relax.op.reshape(x.value, (1, 1, rows, inputs)))
+        hwio = np.ascontiguousarray(weights.data.T).reshape(1, 1, inputs, outputs)
+        geometry = ConvGeometry((1, 1), (1, 1), (0, 0, 0, 0))
+        shapes = ((1, 1, rows, inputs), (1, 1, rows, outputs))
+        lowered = self._conv16(op, flat, shapes, tensors, hwio, geometry, out, pairs)
+        return relax.op.reshape(self.builder.emit(self._call(lowered)), out_tensor.shape)
 
     def _batch_matmul(self, op: Operator) -> Any:
         """Both operands may be activations (attention) or constants; per-tensor quantization."""
@@ -598,15 +625,16 @@ class DirectBuilder:
         """MEAN over any constant axes (keep_dims or not). (SUM is the same sum with another
         multiplier, but no oracle judges it yet: LiteRT's reference SUM returns -1s for int8 and
         tflmi cannot size its arena for it.)"""
-        x_tensor, x = self._activation(op, 0)
+        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
         axes_tensor = self.graph.input(op, 1)
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         if axes_tensor is None or axes_tensor.data is None:
             raise NotCovered(op, "axes that are not constant")
         axes = tuple(sorted({int(a) % len(x_tensor.shape) for a in axes_tensor.data.reshape(-1)}))
         out = output_of(op, out_tensor)
-        kernel = pooling.reduce_mean_kernel(self.name("mean"), x_tensor.shape, axes, out_tensor.shape, x, out)
-        return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
+        dtype = out_tensor.dtype
+        kernel = pooling.reduce_mean_kernel(self.name("mean"), x_tensor.shape, axes, out_tensor.shape, x, out, dtype)
+        return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape, dtype=dtype))
 
     def _softmax(self, op: Operator) -> Any:
         _, x = self._activation(op, 0)

@@ -72,11 +72,18 @@ def mean_kernel(name: str, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
 
 
 def reduce_mean_kernel(
-    name: str, in_shape: tuple[int, ...], axes: tuple[int, ...], out_shape: tuple[int, ...], q: Quantized, out: Output
+    name: str,
+    in_shape: tuple[int, ...],
+    axes: tuple[int, ...],
+    out_shape: tuple[int, ...],
+    q: Quantized,
+    out: Output,
+    dtype: str = "int8",
 ) -> Any:
     """MEAN over `axes`: the raw values summed in int32, the zero point (× count) taken off, then
     one requantization with the division by the count folded into the multiplier, as TFLite's
-    integer QuantizedMeanOrSum does."""
+    integer QuantizedMeanOrSum does (for int8 and, 16x8, int16 tensors)."""
+    from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
@@ -84,11 +91,11 @@ def reduce_mean_kernel(
     count = math.prod(in_shape[a] for a in axes)
     multiplier, shift = mean_multiplier(q.scalar_scale, out.scale, count)
     with IRBuilder() as ib, prim_func(name, ["MEAN"], 0):
-        x = T.arg("x", T.Buffer(in_shape, "int8"))
-        y = T.arg("y", T.Buffer(out_shape, "int8"))
+        x = T.arg("x", T.Buffer(in_shape, dtype))
+        y = T.arg("y", T.Buffer(out_shape, dtype))
         with root_block():
             acc = accumulators(1)
-            y_flat = tir.flat_view(y, out_shape)
+            y_flat = tir.flat_view(y, out_shape, dtype)
             with ExitStack() as outer:
                 index = {a: outer.enter_context(T.serial(0, in_shape[a])) for a in kept}
                 T.buffer_store(acc, 0, [0])
@@ -100,5 +107,5 @@ def reduce_mean_kernel(
                 position = 0
                 for a in kept:
                     position = position * in_shape[a] + index[a]
-                store_int8(y_flat, clamp(value, -128, 127), [position])
+                T.buffer_store(y_flat, tirx.Cast(dtype, clamp(value, out.act_min, out.act_max)), [position])
     return ib.get()
