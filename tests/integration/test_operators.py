@@ -127,6 +127,18 @@ CASES: dict[str, Callable[[], bytes]] = {
         [0],
         [2],
     ),
+    "logistic_16x8": lambda: build(
+        [q(X, 2.0**-12, 0, "int16"), q(X, 2.0**-15, 0, "int16")], [Op("LOGISTIC", [0], [1])], [0], [1]
+    ),
+    "tanh_16x8_scaled": lambda: build(
+        [q(X, 0.0003, 0, "int16"), q(X, 2.0**-15, 0, "int16")], [Op("TANH", [0], [1])], [0], [1]
+    ),
+    "tanh_16x8_pot": lambda: build(
+        [q(X, 2.0**-11, 0, "int16"), q(X, 2.0**-15, 0, "int16")], [Op("TANH", [0], [1])], [0], [1]
+    ),
+    "logistic_16x8_scaled": lambda: build(
+        [q(X, 0.0007, 0, "int16"), q(X, 2.0**-15, 0, "int16")], [Op("LOGISTIC", [0], [1])], [0], [1]
+    ),
     "leaky_relu_16x8": lambda: build(
         [q(X, 0.0004, 0, "int16"), q(X, 0.0003, 0, "int16")],
         [Op("LEAKY_RELU", [0], [1], {"Alpha": 0.2}, "LeakyReluOptions", 2)],

@@ -23,6 +23,7 @@ from mlonmcu.backends.tvm.integer import (
     deconv,
     elementwise,
     lut,
+    lut16,
     matmul,
     movement,
     pooling,
@@ -548,9 +549,18 @@ class DirectBuilder:
         return self._call(Lowered(None, op.op, kernel, [x.value, a.value], out_tensor.shape))
 
     def _table(self, op: Operator) -> Any:
-        """Elementwise activations with a nonlinear function: a 256-entry table (integer/lut.py)."""
-        x_tensor, x = self._activation(op, 0)
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        """Elementwise activations with a nonlinear function: a 256-entry table (integer/lut.py);
+        16x8 LOGISTIC and TANH interpolate TFLite's int16 table (integer/lut16.py)."""
+        wide = _WIDE if op.op in ("LOGISTIC", "TANH") else ("int8",)
+        x_tensor, x = self._activation(op, 0, dtypes=wide)
+        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
+        if x_tensor.dtype == "int16":
+            if x_tensor.scalar_zero_point or out_tensor.scalar_zero_point or out_tensor.scalar_scale != 2.0**-15:
+                raise NotCovered(op, "int16 quantization other than TFLite's (zero point 0, output scale 2^-15)")
+            scaling = lut16.operator_scaling(x_tensor.scalar_scale, tanh=op.op == "TANH")
+            kernel = lut16.lut16_kernel(self.name(op.op.lower() + "_16x8"), op.op, out_tensor.shape, scaling)
+            table16 = np.array(lut16.SIGMOID_TABLE, np.int32)
+            return self._call(Lowered(None, op.op, kernel, [x.value, table16], out_tensor.shape, dtype="int16"))
         scales = (
             x_tensor.scalar_scale,
             x_tensor.scalar_zero_point,
@@ -752,7 +762,7 @@ class DirectBuilder:
         args: list[Any] = [x.value]
         for gate in gates:
             args += [gate.input_weights, gate.recurrent_weights, gate.bias]
-        args += [np.array(recurrent.SIGMOID_TABLE, np.int32), self.values[hidden.index], self.values[cell.index]]
+        args += [np.array(lut16.SIGMOID_TABLE, np.int32), self.values[hidden.index], self.values[cell.index]]
         return self._call(Lowered(None, op.op, recurrent.lstm_kernel(spec), args, out_tensor.shape))
 
     def _concat(self, op: Operator) -> Any:

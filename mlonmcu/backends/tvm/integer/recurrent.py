@@ -13,39 +13,24 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier, round_half_away
+from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier
+from mlonmcu.backends.tvm.integer.lut16 import log2_rounded, sigmoid16, tanh16
 from mlonmcu.backends.tvm.integer.tir import accumulators, clamp, flat_view, i32, local, prim_func, root_block
 
 _LIMITS = {"int8": (-128, 127), "int16": (-32768, 32767)}
 INT16_MIN, INT16_MAX = _LIMITS["int16"]
 GATE_SCALE = 2.0**-12  # TFLM's LSTM gate pre-activations: int16 in Q3.12
 GATE_OUTPUT_SCALE = 2.0**-15  # and the gates after sigmoid/tanh: Q0.15
-# TFLite's int16 sigmoid/tanh table: sigmoid(i/24) in 0.16 fixed point (kernels/internal/common.h),
-# values tuned for linear interpolation, so they are data, not a formula.
-# fmt: off
-SIGMOID_TABLE = (
-    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794,
-    41432, 42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443,
-    48964, 49475, 49975, 50464, 50942, 51409, 51865, 52311, 52745, 53169, 53581, 53983, 54374,
-    54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433, 57724, 58007, 58280, 58544,
-    58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110, 61279,
-    61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990,
-    63090, 63186, 63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030,
-    64090, 64148, 64204, 64257, 64308, 64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652,
-    64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900, 64926, 64950, 64974, 64997, 65019,
-    65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234,
-    65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360,
-    65367, 65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433,
-    65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476,
-    65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498, 65500, 65501,
-    65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516,
-    65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
-    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529,
-    65529, 65530, 65530, 65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532,
-    65532, 65532, 65532, 65533, 65533, 65533, 65533, 65533, 65533, 65533, 65533, 65534, 65534,
-    65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535
-)
-# fmt: on
+
+
+def lstm_tanh_scaling(power: int) -> tuple[int, int]:
+    """TFLM's LSTM Tanh of an int16 value with scale 2^power: its (multiplier, shift)."""
+    left_shift = 15 + power - 3
+    return (3, -left_shift) if left_shift < 0 else (3 << left_shift, 0)
+
+
+GATE_SIGMOID = (3, 0)  # TFLM's LSTM Sigmoid: Logistic(input_multiplier 0, shift 0) of Q3.12
+GATE_TANH = lstm_tanh_scaling(-12)
 
 
 def state_fill(dtype: str, zero_point: int) -> int:
@@ -169,50 +154,9 @@ def mul_multiplier(first: float, second: float, output_scale: float) -> tuple[in
 
 def cell_parameters(cell_scale: float, cell_clip: float) -> tuple[int, int]:
     """TFLM's CreateLstmCellStateInfo: the scale's (rounded) power of two and the clip in int16."""
-    f32 = np.float32
-    power = round_half_away(float(f32(np.log(f32(cell_scale))) * (f32(1.0) / f32(np.log(f32(2.0))))))
+    power, _ = log2_rounded(cell_scale)
     clip = int(min(max(float(cell_clip) / float(np.float32(cell_scale)), -32768.0), 32767.0)) if cell_clip > 0 else 0
     return power, clip
-
-
-def _sigmoid16(value: Any, table: Any) -> Any:
-    """TFLite's int16 logistic of a Q3.12 value (multiplier 3, no shift), by table interpolation."""
-    from tvm import tirx
-
-    x = local(value * 3, "int32")
-    magnitude = local(tirx.abs(x), "int32")
-    high = local(tirx.shift_right(magnitude, 9), "int32")
-    below = table[tirx.Min(high, 254)]
-    interpolated = tirx.shift_left(below, 9) + tirx.bitwise_and(magnitude, 0x1FF) * (
-        table[tirx.Min(high, 254) + 1] - below
-    )
-    result = local(tirx.Select(high >= 255, tirx.const(0x7FFF << 10, "int32"), interpolated), "int32")
-    positive = tirx.shift_right(result + (1 << 9), 10)
-    negative = tirx.shift_right((1 << 25) - result + (1 << 9) - 1, 10)
-    return tirx.Select(x >= 0, positive, negative)
-
-
-def _tanh16(value: Any, power: int, table: Any) -> Any:
-    """TFLite's int16 tanh of a value with scale 2^power (TFLM's LSTM Tanh), by table interpolation."""
-    from tvm import tirx
-
-    left_shift = 15 + power - 3
-    if left_shift < 0:
-        multiplier, shift = 3, -left_shift
-    else:
-        multiplier, shift = 3 << left_shift, 0
-    rounding = 1 << (shift - 1) if shift > 0 else 0
-    x = local(tirx.shift_right(value * multiplier + rounding, shift), "int32")
-    magnitude = local(tirx.abs(x), "int32")
-    high = local(tirx.shift_right(magnitude, 8), "int32")
-    below = table[tirx.Min(high, 254)]
-    interpolated = tirx.shift_left(below, 8) + tirx.bitwise_and(magnitude, 0xFF) * (
-        table[tirx.Min(high, 254) + 1] - below
-    )
-    result = local(tirx.Select(high >= 255, tirx.const(0xFFFF << 8, "int32"), interpolated), "int32")
-    positive = tirx.shift_right(result - (1 << 23) + (1 << 7), 8)
-    negative = tirx.shift_right((1 << 23) - result + (1 << 7) - 1, 8)
-    return tirx.Select(x >= 0, positive, negative)
 
 
 def lstm_kernel(spec: LstmSpec) -> Any:
@@ -228,6 +172,7 @@ def lstm_kernel(spec: LstmSpec) -> Any:
 
     b_, t_, i_, s_ = spec.batch, spec.steps, spec.inputs, spec.units
     macs = b_ * t_ * 4 * s_ * (i_ + s_)
+    cell_tanh = lstm_tanh_scaling(spec.cell_power)
     with IRBuilder() as ib, prim_func(spec.name, ["UNIDIRECTIONAL_SEQUENCE_LSTM"], macs):
         x_arg = T.arg("x", T.Buffer(spec.x_shape, "int8"))
         weights = []
@@ -267,7 +212,9 @@ def lstm_kernel(spec: LstmSpec) -> Any:
                             INT16_MAX,
                         )
                         summed = local(clamp(from_input + from_state, INT16_MIN, INT16_MAX), "int32")
-                        active = _tanh16(summed, -12, table) if gate.tanh else _sigmoid16(summed, table)
+                        active = (
+                            tanh16(summed, GATE_TANH, table) if gate.tanh else sigmoid16(summed, GATE_SIGMOID, table)
+                        )
                         T.buffer_store(gates, tirx.Cast("int16", active), [g, s])
                 with T.serial(0, s_) as s:
                     kept = multiply_by_constant(
@@ -283,7 +230,7 @@ def lstm_kernel(spec: LstmSpec) -> Any:
                         updated = clamp(updated, -spec.cell_clip, spec.cell_clip)
                     T.buffer_store(cell, tirx.Cast("int16", updated), [b, s])
                 with T.serial(0, s_) as s:
-                    squashed = local(_tanh16(i32(cell[b, s]), spec.cell_power, table), "int32")
+                    squashed = local(tanh16(i32(cell[b, s]), cell_tanh, table), "int32")
                     product = local(squashed * i32(gates[3, s]), "int32")
                     value = clamp(multiply_by_constant(product, *spec.hidden_multiplier) + spec.hidden_zero, -128, 127)
                     T.buffer_store(hidden, tirx.Cast("int8", value), [b, s])
