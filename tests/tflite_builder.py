@@ -281,3 +281,26 @@ def dense16_model(bias_dtype: str = "int64", seed: int = 17) -> bytes:
     ]
     opts = {"FusedActivationFunction": 0, "KeepNumDims": False}
     return build(tensors, [Op("FULLY_CONNECTED", [0, 1, 2], [3], opts, "FullyConnectedOptions", 7)], [0], [3])
+
+
+def depthwise16_model(multiplier_one: bool = True, seed: int = 19) -> bytes:
+    """16x8 DEPTHWISE_CONV_2D 3×3 with an int64 bias: on 8 channels (multiplier 1), or on one
+    input channel with multiplier 4."""
+    rng = np.random.default_rng(seed)
+    channels_in, channels = (8, 8) if multiplier_one else (1, 4)
+    w = rng.integers(-127, 128, (1, 3, 3, channels)).astype(np.int8)
+    scales = list(rng.uniform(0.002, 0.02, channels))
+    tensors = [
+        q((1, 6, 5, channels_in), 0.0004, 0, "int16"),
+        const(w, scales, [0] * channels, axis=3),
+        const(rng.integers(-30000, 30000, channels).astype(np.int64), [0.0004 * s for s in scales], [0] * channels),
+        q((1, 6, 5, channels), 0.0009, 0, "int16"),
+    ]
+    opts = {
+        "Padding": 0,
+        "StrideH": 1,
+        "StrideW": 1,
+        "DepthMultiplier": channels // channels_in,
+        "FusedActivationFunction": 0,
+    }
+    return build(tensors, [Op("DEPTHWISE_CONV_2D", [0, 1, 2], [3], opts, "DepthwiseConv2DOptions", 5)], [0], [3])

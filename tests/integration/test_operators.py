@@ -12,12 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tflite_builder import Op, Tensor, build, const, conv16_model, q, transpose_conv_model, write
+from tflite_builder import Op, Tensor, build, const, conv16_model, depthwise16_model, q, transpose_conv_model, write
 
 pytestmark = pytest.mark.integration
 
 RNG = np.random.default_rng(7)
 X = (1, 6, 5, 8)  # the activation most cases take
+POOL = {"Padding": 0, "StrideH": 2, "StrideW": 2, "FilterHeight": 2, "FilterWidth": 2, "FusedActivationFunction": 0}
 
 
 def unary(op: str, options: str = "", out_scale: float = 0.05, out_zp: int = 3, version: int = 1, **opts):
@@ -139,6 +140,20 @@ CASES: dict[str, Callable[[], bytes]] = {
     "logistic_16x8_scaled": lambda: build(
         [q(X, 0.0007, 0, "int16"), q(X, 2.0**-15, 0, "int16")], [Op("LOGISTIC", [0], [1])], [0], [1]
     ),
+    "average_pool_16x8": lambda: build(
+        [q(X, 0.0004, 0, "int16"), q((1, 3, 3, 8), 0.0004, 0, "int16")],
+        [Op("AVERAGE_POOL_2D", [0], [1], POOL, "Pool2DOptions")],
+        [0],
+        [1],
+    ),
+    "max_pool_16x8": lambda: build(
+        [q(X, 0.0004, 0, "int16"), q((1, 3, 3, 8), 0.0004, 0, "int16")],
+        [Op("MAX_POOL_2D", [0], [1], POOL, "Pool2DOptions")],
+        [0],
+        [1],
+    ),
+    "depthwise_16x8": depthwise16_model,
+    "depthwise_16x8_multiplier": lambda: depthwise16_model(multiplier_one=False),
     "leaky_relu_16x8": lambda: build(
         [q(X, 0.0004, 0, "int16"), q(X, 0.0003, 0, "int16")],
         [Op("LEAKY_RELU", [0], [1], {"Alpha": 0.2}, "LeakyReluOptions", 2)],

@@ -1,4 +1,5 @@
-"""16x8 CONV_2D (int16 activations, int8 weights): TFLite's reference ConvPerChannel for int16.
+"""16x8 CONV_2D and DEPTHWISE_CONV_2D (int16 activations, int8 weights): TFLite's reference
+ConvPerChannel / DepthwiseConvPerChannel for int16.
 
 The accumulator is as wide as the bias: an int64 bias (the converter's default for 16x8) means
 int64 sums and TFLite's int64 MultiplyByQuantizedMultiplier, which first reduces the multiplier
@@ -31,6 +32,7 @@ class Conv16Spec:
     padding: tuple[int, int]  # top, left
     wide: bool  # int64 bias and accumulator
     act: tuple[int, int]
+    depthwise: bool = False  # weights [KH, KW, C], output channel c reads input channel c
 
 
 def wide_multipliers(pairs: np.ndarray) -> np.ndarray:
@@ -50,10 +52,10 @@ def conv16_kernel(spec: Conv16Spec) -> Any:
     _, oh_, ow_, o_ = spec.output_shape
     kh_, kw_ = spec.kernel
     acc_type = "int64" if spec.wide else "int32"
-    macs = n_ * oh_ * ow_ * o_ * kh_ * kw_ * c_
-    with IRBuilder() as ib, prim_func(spec.name, ["CONV_2D"], macs):
+    macs = n_ * oh_ * ow_ * o_ * kh_ * kw_ * (1 if spec.depthwise else c_)
+    with IRBuilder() as ib, prim_func(spec.name, ["DEPTHWISE_CONV_2D" if spec.depthwise else "CONV_2D"], macs):
         x = T.arg("x", T.Buffer(spec.input_shape, "int16"))
-        weights = T.arg("weights", T.Buffer((kh_, kw_, c_, o_), "int8"))
+        weights = T.arg("weights", T.Buffer((kh_, kw_, o_) if spec.depthwise else (kh_, kw_, c_, o_), "int8"))
         bias = T.arg("bias", T.Buffer((o_,), acc_type))
         requant = T.arg("requant", T.Buffer((o_, 2), "int32"))
         y = T.arg("y", T.Buffer(spec.output_shape, "int16"))
@@ -66,9 +68,14 @@ def conv16_kernel(spec: Conv16Spec) -> Any:
                     iy = oy * spec.strides[0] - spec.padding[0] + fy * spec.dilation[0]
                     ix = ox * spec.strides[1] - spec.padding[1] + fx * spec.dilation[1]
                     inside = tirx.all(iy >= 0, iy < h_, ix >= 0, ix < w_)
-                    with T.If(inside), T.Then(), T.serial(0, c_) as c:
-                        product = tirx.Cast(acc_type, x[n, iy, ix, c]) * tirx.Cast(acc_type, weights[fy, fx, c, o])
-                        T.buffer_store(acc, acc[0] + product, [0])
+                    if spec.depthwise:
+                        with T.If(inside), T.Then():
+                            product = tirx.Cast(acc_type, x[n, iy, ix, o]) * tirx.Cast(acc_type, weights[fy, fx, o])
+                            T.buffer_store(acc, acc[0] + product, [0])
+                    else:
+                        with T.If(inside), T.Then(), T.serial(0, c_) as c:
+                            product = tirx.Cast(acc_type, x[n, iy, ix, c]) * tirx.Cast(acc_type, weights[fy, fx, c, o])
+                            T.buffer_store(acc, acc[0] + product, [0])
                 if spec.wide:
                     shift = tirx.Cast("int64", requant[o, 1])
                     one = tirx.const(1, "int64")

@@ -266,10 +266,12 @@ class DirectBuilder:
         channels = out_shape[3]
         if bias is not None and (bias.data is None or bias.dtype not in ("int32", "int64")):
             raise NotCovered(op, "a bias that is not constant int32 or int64")
-        # TFLM accumulates in the bias' width (without a bias: QuantizedBiasType, INT32 = 2, else
-        # int64); its TRANSPOSE_CONV always in int64
+        # TFLM's CONV_2D and FULLY_CONNECTED accumulate in the bias' width (without a bias:
+        # QuantizedBiasType, INT32 = 2, else int64); DEPTHWISE_CONV_2D and TRANSPOSE_CONV in int64
         declared = int(op.options.get("QuantizedBiasType", 0))
-        wide = op.op == "TRANSPOSE_CONV" or (bias.dtype == "int64" if bias is not None else declared != 2)
+        wide = op.op in ("DEPTHWISE_CONV_2D", "TRANSPOSE_CONV") or (
+            bias.dtype == "int64" if bias is not None else declared != 2
+        )
         values = np.zeros(channels, np.int64 if wide else np.int32) if bias is None or bias.data is None else bias.data
         spec = conv16.Conv16Spec(
             name=self.name("conv2d_16x8"),
@@ -281,6 +283,7 @@ class DirectBuilder:
             padding=geometry.padding[:2],
             wide=wide,
             act=(out.act_min, out.act_max),
+            depthwise=hwio.ndim == 3,
         )
         if pairs is None:
             pairs = per_channel_multipliers(x.scalar_scale, weights.scale, out.scale)
@@ -324,8 +327,6 @@ class DirectBuilder:
             top = bottom = left = right = 0
         geometry = ConvGeometry(strides, dilation, (top, left, bottom, right))
         if x_tensor.dtype == "int16":
-            if hwio.ndim != 4:
-                raise NotCovered(op, "a 16x8 depthwise convolution")
             tensors = (x_tensor, weights, out_tensor, bias_tensor)
             return self._call(self._conv16(op, x.value, (in_shape, shape), tensors, hwio, geometry, out))
         name = self.name("conv2d" if hwio.ndim == 4 else "depthwise_conv2d")
@@ -496,7 +497,7 @@ class DirectBuilder:
 
     def _binary(self, op: Operator) -> Any:
         """ADD, SUB, MUL, SQUARED_DIFFERENCE with TFLite's broadcasting (ADD and SUB also 16x8)."""
-        wide = _WIDE if op.op in ("ADD", "SUB") else ("int8",)
+        wide = _WIDE if op.op in ("ADD", "SUB", "MUL") else ("int8",)
         a_tensor, a = self._activation(op, 0, constant=True, dtypes=wide)
         b_tensor, b = self._activation(op, 1, constant=True, dtypes=wide)
         out_tensor = self._integer(op, self.graph.output(op), "output", wide)
@@ -508,7 +509,7 @@ class DirectBuilder:
         shapes = (a_tensor.shape, b_tensor.shape)
         name = self.name(op.op.lower())
         if op.op == "MUL":
-            kernel = elementwise.mul_kernel(name, shapes, out_tensor.shape, a, b, out)
+            kernel = elementwise.mul_kernel(name, shapes, out_tensor.shape, a, b, out, out_tensor.dtype)
         elif op.op == "SQUARED_DIFFERENCE":
             kernel = elementwise.squared_difference_kernel(name, shapes, out_tensor.shape, a, b, out)
         else:
@@ -594,26 +595,25 @@ class DirectBuilder:
         return output_of(op, out_tensor)
 
     def _average_pool(self, op: Operator) -> Any:
-        x_tensor, x = self._activation(op, 0)
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
+        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = self._same_quantization(op, x_tensor, out_tensor)
         pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
         act = (out.act_min, out.act_max)
-        kernel = pooling.average_pool_kernel(
-            self.name("average_pool2d"), x_tensor.shape, out_tensor.shape, pool, strides, padding, act
-        )
-        return self._call(Lowered(None, "AVERAGE_POOL_2D", kernel, [x.value], out_tensor.shape))
+        name, dtype = self.name("average_pool2d"), out_tensor.dtype
+        kernel = pooling.average_pool_kernel(name, x_tensor.shape, out_tensor.shape, pool, strides, padding, act, dtype)
+        return self._call(Lowered(None, "AVERAGE_POOL_2D", kernel, [x.value], out_tensor.shape, dtype=dtype))
 
     def _max_pool(self, op: Operator) -> Any:
         from tvm import relax
 
-        x_tensor, x = self._activation(op, 0)
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
+        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = self._same_quantization(op, x_tensor, out_tensor)
         pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
         self.report.lowered[op.op] += 1
         pooled = relax.op.nn.max_pool2d(x.value, pool, strides, padding=padding, layout="NHWC")
-        if (out.act_min, out.act_max) == (INT8_MIN, INT8_MAX):
+        if (out.act_min, out.act_max) == _LIMITS[out_tensor.dtype]:
             return pooled
         return relax.op.clip(self.builder.emit(pooled), out.act_min, out.act_max)
 

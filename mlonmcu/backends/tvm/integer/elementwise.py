@@ -164,8 +164,10 @@ def add_kernel(
     return binary_kernel(name, "SUB" if subtract else "ADD", shapes, out_shape, scalar, dtype)
 
 
-def mul_kernel(name: str, shapes: Shapes, out_shape: Shape, a: Quantized, b: Quantized, out: Output) -> Any:
-    """TFLite MUL: (a − zp_a)·(b − zp_b) requantized by s_a·s_b/s_out (in double)."""
+def mul_kernel(
+    name: str, shapes: Shapes, out_shape: Shape, a: Quantized, b: Quantized, out: Output, dtype: str = "int8"
+) -> Any:
+    """TFLite MUL: (a − zp_a)·(b − zp_b) requantized by s_a·s_b/s_out (in double); int8 or 16x8."""
     real = float(np.float32(a.scalar_scale)) * float(np.float32(b.scalar_scale)) / float(np.float32(out.scale))
     multiplier, shift = quantize_multiplier(real)
 
@@ -173,7 +175,7 @@ def mul_kernel(name: str, shapes: Shapes, out_shape: Shape, a: Quantized, b: Qua
         product = local((xa - a.scalar_zero_point) * (xb - b.scalar_zero_point), "int32")
         return clamp(multiply_by_constant(product, multiplier, shift) + out.zero_point, out.act_min, out.act_max)
 
-    return binary_kernel(name, "MUL", shapes, out_shape, scalar)
+    return binary_kernel(name, "MUL", shapes, out_shape, scalar, dtype)
 
 
 def squared_difference_kernel(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlonmcu.backends.tvm.integer import tir
 from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier
-from mlonmcu.backends.tvm.integer.tir import accumulators, clamp, i32, local, prim_func, root_block, store_int8
+from mlonmcu.backends.tvm.integer.tir import accumulators, clamp, i32, local, prim_func, root_block
 
 if TYPE_CHECKING:
     from mlonmcu.backends.tvm.integer.graph import Quantized
@@ -23,9 +23,10 @@ def average_pool_kernel(
     strides: tuple[int, int],
     padding: tuple[int, ...],
     act: tuple[int, int] = (-128, 127),
+    dtype: str = "int8",
 ) -> Any:
     """Sum of the valid window, divided with rounding half away from zero (TFLite AveragePool),
-    clamped to the fused activation's range `act`."""
+    clamped to the fused activation's range `act`; int8 or (16x8) int16."""
     from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
@@ -34,8 +35,8 @@ def average_pool_kernel(
     _, oh_, ow_, _ = out_shape
     zero = tirx.const(0, "int32")
     with IRBuilder() as ib, prim_func(name, ["AVERAGE_POOL_2D"], 0):
-        x = T.arg("x", T.Buffer(in_shape, "int8"))
-        y = T.arg("y", T.Buffer(out_shape, "int8"))
+        x = T.arg("x", T.Buffer(in_shape, dtype))
+        y = T.arg("y", T.Buffer(out_shape, dtype))
         with root_block():
             acc = accumulators(1)
             with T.serial(0, n_) as n, T.serial(0, oh_) as oh, T.serial(0, ow_) as ow:
@@ -55,7 +56,7 @@ def average_pool_kernel(
                     rounded = tirx.Select(
                         total > zero, tirx.truncdiv(total + half, count), tirx.truncdiv(total - half, count)
                     )
-                    store_int8(y, clamp(rounded, *act), [n, oh, ow, c])
+                    T.buffer_store(y, tirx.Cast(dtype, clamp(rounded, *act)), [n, oh, ow, c])
     return ib.get()
 
 
