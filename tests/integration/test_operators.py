@@ -154,6 +154,12 @@ CASES: dict[str, Callable[[], bytes]] = {
     ),
     "depthwise_16x8": depthwise16_model,
     "depthwise_16x8_multiplier": lambda: depthwise16_model(multiplier_one=False),
+    "softmax_16x8": lambda: build(
+        [q((2, 10), 0.0004, 0, "int16"), q((2, 10), 2.0**-15, 0, "int16")],
+        [Op("SOFTMAX", [0], [1], {"Beta": 1.0}, "SoftmaxOptions", 3)],
+        [0],
+        [1],
+    ),
     "leaky_relu_16x8": lambda: build(
         [q(X, 0.0004, 0, "int16"), q(X, 0.0003, 0, "int16")],
         [Op("LEAKY_RELU", [0], [1], {"Alpha": 0.2}, "LeakyReluOptions", 2)],

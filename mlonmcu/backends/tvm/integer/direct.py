@@ -647,10 +647,18 @@ class DirectBuilder:
         return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape, dtype=dtype))
 
     def _softmax(self, op: Operator) -> Any:
-        _, x = self._activation(op, 0)
+        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
         out_tensor = self._integer(op, self.graph.output(op), "output", ("int8", "int16"))
         if float(op.options.get("Beta", 1.0)) != 1.0:
             raise NotCovered(op, f"beta {op.options.get('Beta')}")
+        if x_tensor.dtype == "int16":
+            if x_tensor.scalar_zero_point or out_tensor.scalar_zero_point or out_tensor.dtype != "int16":
+                raise NotCovered(op, "16x8 quantization other than TFLite's (zero points 0, int16 out)")
+            if abs(out_tensor.scalar_scale - 2.0**-15) > 2.0**-15 * 1e-3:
+                raise NotCovered(op, "a 16x8 output scale other than 2^-15")
+            kernel = softmax.softmax16_kernel(self.name("softmax_16x8"), out_tensor.shape, x_tensor.scalar_scale)
+            tables = [np.array(t, np.int32) for t in softmax.softmax16_tables()]
+            return self._call(Lowered(None, op.op, kernel, [x.value, *tables], out_tensor.shape, dtype="int16"))
         out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, *_LIMITS["int8"])
         kernel = softmax.softmax_kernel(self.name("softmax"), out_tensor.shape, x, out, out_tensor.dtype)
         if kernel is None:

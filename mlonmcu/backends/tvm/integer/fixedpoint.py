@@ -239,7 +239,7 @@ def round_double_product(acc: Any, hi: Any, lo: Any, shift: Any) -> Any:
     low = local(tirx.bitwise_and(low_product, c64((1 << split) - 1)), "int64")
     top = local(tirx.Cast("uint32", tirx.shift_right(high, c64(32))), "uint32")
     bottom = local(tirx.bitwise_or(tirx.Cast("uint32", high), tirx.const(1, "uint32")), "uint32")
-    clz = _count_leading_zeros
+    clz = count_leading_zeros
     bits = tirx.Select(top != tirx.const(0, "uint32"), 64 - clz(top), 32 - clz(bottom))
     drop = local(_i64(tirx.Max(bits - (53 - split), tirx.const(0, "int32"))), "int64")  # bits beyond 53
     small = drop <= c64(split)
@@ -279,7 +279,7 @@ def round_double_product(acc: Any, hi: Any, lo: Any, shift: Any) -> Any:
     return local(tirx.Select(in_range, tirx.Cast("int32", signed), tirx.const(INT32_MIN, "int32")), "int32")
 
 
-def _count_leading_zeros(value: Any) -> Any:
+def count_leading_zeros(value: Any) -> Any:
     """GCC's __builtin_clz on a non-zero uint32 (TVM's C code generator has no clz)."""
     from tvm import tirx
 

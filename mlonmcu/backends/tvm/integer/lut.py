@@ -32,6 +32,11 @@ for _name in ("expf", "tanhf"):
     getattr(_libm, _name).argtypes = [ctypes.c_float]
 
 
+def libm_expf(value: float) -> float:
+    """The C library's expf: the float32 exp TFLite's table builders call."""
+    return float(_libm.expf(value))
+
+
 def _f32(value: float) -> float:
     return float(np.float32(value))
 

@@ -9,6 +9,7 @@ that stays below 2^31 here, so int32 gives the same bits.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from mlonmcu.backends.tvm.integer.tir import flat_view, i32, local, prim_func, root_block
@@ -128,3 +129,50 @@ def lut16_kernel(name: str, op: str, shape: tuple[int, ...], scaling: tuple[int,
             with T.serial(0, size) as i:
                 T.buffer_store(y, tirx.Cast("int16", function(i32(x[i]), scaling, table)), [i])
     return ib.get()
+
+
+def populate_int16(
+    input_scale: float, input_zero: int, output_scale: float, output_zero: int, transform: Callable[[Any], Any]
+) -> list[int]:
+    """TFLite's LUTPopulateInt16<float> (513 entries for LUTLookup), every step in float32 as the
+    C++ computes it: 512 samples, each lowered by half the interpolation error at its midpoint."""
+    import numpy as np
+
+    from mlonmcu.backends.tvm.integer.fixedpoint import round_half_away
+
+    f32 = np.float32
+
+    def rnd(value: Any) -> Any:
+        return f32(round_half_away(float(value)))
+
+    input_min = f32(input_scale) * f32(-32768 - input_zero)
+    input_max = f32(input_scale) * f32(32767 - input_zero)
+    output_min = f32(output_scale) * f32(-32768 - output_zero)
+    output_max = f32(output_scale) * f32(32767 - output_zero)
+    steps = 512
+    step = (input_max - input_min) / f32(steps)
+    half_step = step / f32(2)
+    inverse = f32(65536) / (output_max - output_min)
+    table = []
+    for i in range(steps):
+        value = f32(transform(input_min + f32(i) * step))
+        midpoint = f32(transform(input_min + f32(i) * step + half_step))
+        following = f32(transform(input_min + f32(i + 1) * step))
+        sample = rnd(value * inverse)
+        interpolated = rnd((following * inverse + rnd(value * inverse)) / f32(2))
+        bias = rnd((interpolated - rnd(midpoint * inverse)) / f32(2))
+        table.append(int(min(max(sample - bias, f32(-32768)), f32(32767))))
+    table.append(int(min(max(rnd(f32(transform(input_max)) * inverse), f32(-32768)), f32(32767))))
+    return table
+
+
+def lookup(value: Any, table: Any) -> Any:
+    """TFLite's LUTLookup of an int16 value in a 513-entry table (int16 arithmetic wraps as C's)."""
+    from tvm import tirx
+
+    index = local(tirx.shift_right(value, 7) + 256, "int32")
+    offset = tirx.bitwise_and(value, 0x7F)
+    base = local(table[index], "int32")
+    slope = tirx.Cast("int32", tirx.Cast("int16", table[index + 1] - base))
+    delta = tirx.shift_right(slope * offset + 64, 7)
+    return tirx.Cast("int32", tirx.Cast("int16", base + delta))

@@ -154,3 +154,73 @@ def softmax_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output,
                     result = tirx.Select(valid, clamp(value, low, high), _c(low))
                     T.buffer_store(y, tirx.Cast(out_dtype, result), [base + c])
     return ib.get()
+
+
+def softmax16_tables() -> tuple[list[int], list[int]]:
+    """TFLM's two int16 SOFTMAX tables: exp on [−10, 0] and 1/(1 + x) on [0, 1], Q0.15."""
+    import numpy as np
+
+    from mlonmcu.backends.tvm.integer.lut import libm_expf
+    from mlonmcu.backends.tvm.integer.lut16 import populate_int16
+
+    f32 = np.float32
+    width = f32(65535)
+    ten, one, two = (float(f32(v) / width) for v in (10, 1, 2))  # float32 quotients, as the C++
+    exp_table = populate_int16(ten, 32767, two, 0, libm_expf)
+    reciprocal = populate_int16(one, -32768, two, 0, lambda v: f32(1) / (f32(1) + f32(v)))
+    return exp_table, reciprocal
+
+
+def softmax16_kernel(name: str, shape: tuple[int, ...], input_scale: float, beta: float = 1.0) -> Any:
+    """16x8 SOFTMAX (TFLite's SoftmaxInt16): the row's differences to its maximum rescaled to
+    [−65535, 0] ≙ [−10, 0], exp by table, the sum's reciprocal by table after normalising it by
+    its leading zeros, the product rounded into Q0.15. Arguments: x, exp table, reciprocal
+    table (softmax16_tables, int32 [513]), y."""
+    from tvm import tirx
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    from mlonmcu.backends.tvm.integer.fixedpoint import count_leading_zeros, multiply_by_constant, quantize_multiplier
+    from mlonmcu.backends.tvm.integer.lut16 import lookup
+
+    multiplier, shift = quantize_multiplier(float(input_scale) * float(beta) / (10.0 / 65535.0))
+    depth = shape[-1]
+    rows = 1
+    for dim in shape[:-1]:
+        rows *= dim
+
+    def i64(value: Any) -> Any:
+        return tirx.Cast("int64", value)
+
+    with IRBuilder() as ib, prim_func(name, ["SOFTMAX"], 0):
+        x_arg = T.arg("x", T.Buffer(shape, "int16"))
+        exp_table = T.arg("exp_table", T.Buffer((513,), "int32"))
+        reciprocal_table = T.arg("reciprocal_table", T.Buffer((513,), "int32"))
+        y_arg = T.arg("y", T.Buffer(shape, "int16"))
+        with root_block():
+            x, y = flat_view(x_arg, shape, "int16"), flat_view(y_arg, shape, "int16")
+            acc = accumulators(2)  # [0]: row max, [1]: sum of exps (Q16.15)
+            with T.serial(0, rows) as r:
+                base = r * depth
+                T.buffer_store(acc, -32768, [0])
+                with T.serial(0, depth) as c:
+                    T.buffer_store(acc, tirx.Max(acc[0], i32(x[base + c])), [0])
+                row_max = local(acc[0], "int32")
+                T.buffer_store(acc, 0, [1])
+                with T.serial(0, depth) as c:
+                    scaled = multiply_by_constant(local(i32(x[base + c]) - row_max, "int32"), multiplier, shift)
+                    e = local(lookup(clamp(scaled + 32767, -32768, 32767), exp_table), "int32")
+                    T.buffer_store(y, tirx.Cast("int16", e), [base + c])
+                    T.buffer_store(acc, acc[1] + e, [1])
+                total = local(acc[1], "int32")
+                headroom = local(count_leading_zeros(tirx.Cast("uint32", total)), "int32")
+                normalised = tirx.shift_right(tirx.shift_left(i64(total), i64(headroom - 1)) + (1 << 13), i64(14))
+                centred = clamp(tirx.Cast("int32", normalised) - ((1 << 15) + (1 << 16)), -32768, 32767)
+                reciprocal = local(lookup(centred, reciprocal_table), "int32")
+                right = local(31 - headroom, "int32")
+                rounding = i64(tirx.shift_left(_c(1), right - 1))
+                with T.serial(0, depth) as c:
+                    product = i64(y[base + c]) * i64(reciprocal) + rounding
+                    result = tirx.Cast("int32", tirx.shift_right(product, i64(right)))
+                    T.buffer_store(y, tirx.Cast("int16", clamp(result, 0, 32767)), [base + c])
+    return ib.get()
