@@ -18,6 +18,7 @@ pytestmark = pytest.mark.integration
 
 RNG = np.random.default_rng(7)
 X = (1, 6, 5, 8)  # the activation most cases take
+DIVISORS = np.array([-120, -64, -9, 4, 6, 17, 90, 127], np.int8)  # none equals the zero point 5
 POOL = {"Padding": 0, "StrideH": 2, "StrideW": 2, "FilterHeight": 2, "FilterWidth": 2, "FusedActivationFunction": 0}
 
 
@@ -166,6 +167,15 @@ CASES: dict[str, Callable[[], bytes]] = {
         [0],
         [1],
     ),
+    "div_broadcast_constant": lambda: build(  # a constant divisor without zeros (TFLite divides by it)
+        [q(X, 0.04, -7), const(DIVISORS, 0.02, 5), q(X, 0.3, 2)],
+        [Op("DIV", [0, 1], [2], {"FusedActivationFunction": 0}, "DivOptions", 2)],
+        [0],
+        [2],
+    ),
+    "rsqrt": lambda: build([q(X, 0.01, -128), q(X, 0.05, -100)], [Op("RSQRT", [0], [1], version=2)], [0], [1]),
+    "abs": lambda: build([q(X, 0.04, -7), q(X, 0.03, -128)], [Op("ABS", [0], [1], version=2)], [0], [1]),
+    "abs_same_scale": lambda: build([q(X, 0.04, -7), q(X, 0.04, -128)], [Op("ABS", [0], [1], version=2)], [0], [1]),
     "add_broadcast_channels": lambda: binary("ADD", X, (1, 1, 1, 8), "AddOptions", act=1),
     "add_broadcast_rows": lambda: binary("ADD", X, (1, 6, 1, 1), "AddOptions"),
     "sub": lambda: binary("SUB", X, X, "SubOptions"),
@@ -187,6 +197,8 @@ CASES: dict[str, Callable[[], bytes]] = {
     ),
     "requantize_int16_to_int8": lambda: requantize("int16", 0.0004, 0, "int8", 0.04, -7),
     "requantize_int8_to_int16": lambda: requantize("int8", 0.04, -7, "int16", 0.0003, 0),
+    "requantize_uint8_to_int8": lambda: requantize("uint8", 0.04, 121, "int8", 0.04, -7),
+    "requantize_int8_to_uint8": lambda: requantize("int8", 0.04, -7, "uint8", 0.05, 130),
     "requantize_int16_to_int32": lambda: requantize("int16", 0.0004, 0, "int32", 0.00003, 0),
     "leaky_relu": lambda: unary("LEAKY_RELU", options="LeakyReluOptions", Alpha=0.1),
     "leaky_relu_wide": lambda: unary("LEAKY_RELU", options="LeakyReluOptions", out_scale=0.09, out_zp=-30, Alpha=0.3),

@@ -58,12 +58,18 @@ _RELU, _RELU6, _RELU_N1_TO_1 = (0.0, None), (0.0, 6.0), (-1.0, 1.0)
 _ACTIVATIONS: dict[int, Range] = {0: (None, None), 1: _RELU, 2: _RELU_N1_TO_1, 3: _RELU6}
 _ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 _SAME = 0  # TFLite Padding
-_LIMITS = {"int8": (INT8_MIN, INT8_MAX), "int16": (-(1 << 15), (1 << 15) - 1), "int32": (-(1 << 31), (1 << 31) - 1)}
-_REQUANTIZED = ("int8", "int16", "int32")
+_LIMITS = {
+    "int8": (INT8_MIN, INT8_MAX),
+    "uint8": (0, 255),
+    "int16": (-(1 << 15), (1 << 15) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1),
+}
+_REQUANTIZED = ("int8", "uint8", "int16", "int32")
 _WIDE = ("int8", "int16")  # operators with a 16x8 variant take int16 activations too
 # QUANTIZE between integer types: the (input, output) pairs TFLM's Requantize takes
 _REQUANTIZE_PAIRS = {("int8", "int8"), ("int16", "int8"), ("int8", "int16"), ("int8", "int32")}
-_REQUANTIZE_PAIRS |= {("int16", "int16"), ("int16", "int32"), ("int32", "int16")}
+_REQUANTIZE_PAIRS |= {("int16", "int16"), ("int16", "int32"), ("int32", "int16"), ("int32", "int8")}
+_REQUANTIZE_PAIRS |= {("uint8", "int8"), ("int8", "uint8")}  # a uint8 model interface
 _RESHAPES = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
 # standalone activations: TFLite requantizes to the output and clamps to the activation's range
 _RELUS: dict[str, Range] = {"RELU": _RELU, "RELU6": _RELU6, "RELU_N1_TO_1": _RELU_N1_TO_1, "RELU_0_TO_1": (0.0, 1.0)}
@@ -118,10 +124,11 @@ class DirectBuilder:
             "SUB": self._binary,
             "MUL": self._binary,
             "SQUARED_DIFFERENCE": self._binary,
+            "DIV": self._binary,
             **dict.fromkeys(_RELUS, self._relu),
             "LEAKY_RELU": self._leaky_relu,
             "PRELU": self._prelu,
-            **dict.fromkeys(("HARD_SWISH", *lut.TRANSFORMS), self._table),
+            **dict.fromkeys(("HARD_SWISH", "RSQRT", "ABS", *lut.TRANSFORMS), self._table),
             "AVERAGE_POOL_2D": self._average_pool,
             "MAX_POOL_2D": self._max_pool,
             "MEAN": self._mean,
@@ -496,7 +503,7 @@ class DirectBuilder:
         return self._call(Lowered(None, op.op, kernel, [self.operand(lhs), self.operand(rhs)], out.shape))
 
     def _binary(self, op: Operator) -> Any:
-        """ADD, SUB, MUL, SQUARED_DIFFERENCE with TFLite's broadcasting (ADD and SUB also 16x8)."""
+        """ADD, SUB, MUL, DIV, SQUARED_DIFFERENCE with TFLite's broadcasting (ADD, SUB, MUL also 16x8)."""
         wide = _WIDE if op.op in ("ADD", "SUB", "MUL") else ("int8",)
         a_tensor, a = self._activation(op, 0, constant=True, dtypes=wide)
         b_tensor, b = self._activation(op, 1, constant=True, dtypes=wide)
@@ -508,15 +515,19 @@ class DirectBuilder:
         out = output_of(op, out_tensor)
         shapes = (a_tensor.shape, b_tensor.shape)
         name = self.name(op.op.lower())
+        args = [a.value, b.value]
         if op.op == "MUL":
             kernel = elementwise.mul_kernel(name, shapes, out_tensor.shape, a, b, out, out_tensor.dtype)
+        elif op.op == "DIV":
+            kernel = elementwise.div_kernel(name, shapes, out_tensor.shape, a, b, out)
+            args.append(elementwise.divisor_table())
         elif op.op == "SQUARED_DIFFERENCE":
             kernel = elementwise.squared_difference_kernel(name, shapes, out_tensor.shape, a, b, out)
         else:
             kernel = elementwise.add_kernel(
                 name, shapes, out_tensor.shape, a, b, out, subtract=op.op == "SUB", dtype=out_tensor.dtype
             )
-        return self._call(Lowered(None, op.op, kernel, [a.value, b.value], out_tensor.shape, dtype=out_tensor.dtype))
+        return self._call(Lowered(None, op.op, kernel, args, out_tensor.shape, dtype=out_tensor.dtype))
 
     def _relu(self, op: Operator) -> Any:
         _, x = self._activation(op, 0)
@@ -572,6 +583,8 @@ class DirectBuilder:
             table = lut.hard_swish_table(*scales)
             if table is None:
                 raise NotCovered(op, "an output scale TFLite refuses (its multiplier would shift left)")
+        elif op.op in ("RSQRT", "ABS"):
+            table = (lut.rsqrt_table if op.op == "RSQRT" else lut.abs_table)(*scales)
         else:
             table = lut.float_table(*scales, lut.TRANSFORMS[op.op])
         kernel = lut.lut_kernel(self.name(op.op.lower()), op.op, out_tensor.shape)

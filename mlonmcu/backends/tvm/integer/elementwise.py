@@ -109,10 +109,17 @@ def _strides(shape: tuple[int, ...], rank: int) -> list[int]:
 
 
 def binary_kernel(
-    name: str, op: str, shapes: Shapes, out_shape: Shape, scalar: Callable[[Any, Any], Any], dtype: str = "int8"
+    name: str,
+    op: str,
+    shapes: Shapes,
+    out_shape: Shape,
+    scalar: Callable[..., Any],
+    dtype: str = "int8",
+    tables: tuple[tuple[tuple[int, ...], str], ...] = (),
 ) -> Any:
-    """out = scalar(int32(a), int32(b)) elementwise, the inputs broadcast as numpy (and TFLite) do;
-    inputs and output of `dtype` (int8, or int16 for the 16x8 operators)."""
+    """out = scalar(int32(a), int32(b), *tables) elementwise, the inputs broadcast as numpy (and
+    TFLite) do; inputs and output of `dtype` (int8, or int16 for the 16x8 operators). `tables`:
+    (shape, dtype) of constant arguments after a and b (e.g. DIV's reciprocals)."""
     from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
@@ -122,12 +129,15 @@ def binary_kernel(
 
     a_shape, b_shape = shapes
     with IRBuilder() as ib, prim_func(name, [op], 0):
-        args = [T.arg(n, T.Buffer(s, dtype)) for n, s in (("a", a_shape), ("b", b_shape), ("out", out_shape))]
+        operands = [T.arg(n, T.Buffer(s, dtype)) for n, s in (("a", a_shape), ("b", b_shape))]
+        constants = [T.arg(f"table{i}", T.Buffer(s, t)) for i, (s, t) in enumerate(tables)]
+        result = T.arg("out", T.Buffer(out_shape, dtype))
         with root_block():
-            x, y, z = (flat_view(arg, s, dtype) for arg, s in zip(args, (a_shape, b_shape, out_shape), strict=True))
+            x, y = (flat_view(arg, s, dtype) for arg, s in zip(operands, (a_shape, b_shape), strict=True))
+            z = flat_view(result, out_shape, dtype)
             if a_shape == b_shape == out_shape:
                 with T.serial(0, _flat(out_shape)) as i:
-                    store(z, scalar(i32(x[i]), i32(y[i])), [i])
+                    store(z, scalar(i32(x[i]), i32(y[i]), *constants), [i])
             else:
                 rank = len(out_shape)
                 with ExitStack() as loops:
@@ -135,7 +145,7 @@ def binary_kernel(
                     a_at = sum(v * s for v, s in zip(axes, _strides(a_shape, rank), strict=True) if s)
                     b_at = sum(v * s for v, s in zip(axes, _strides(b_shape, rank), strict=True) if s)
                     out_at = sum(v * s for v, s in zip(axes, _strides(out_shape, rank), strict=True) if s)
-                    store(z, scalar(i32(x[a_at]), i32(y[b_at])), [out_at])
+                    store(z, scalar(i32(x[a_at]), i32(y[b_at]), *constants), [out_at])
     return ib.get()
 
 
@@ -286,3 +296,66 @@ def concat_kernel(name: str, shapes: list[tuple[int, ...]], out_shape: tuple[int
                         T.buffer_store(z, part[o * size + i], [o * total + offset + i])
                     offset += size
     return ib.get()
+
+
+def _wide_rounding_divide(x: Any, exponent: Any) -> Any:
+    """gemmlowp's RoundingDivideByPOT as TFLite's DIV runs it, also for exponents of 32 and more,
+    which small dividends reach: its mask is (1ll << e) − 1 in 64 bits and its int32 shift by e is
+    undefined in C, done modulo 32 by x86 and RISC-V alike. The same bits, without the undefined
+    behaviour: mask from an int64 shift, the int32 shift by e & 31."""
+    from tvm import tirx
+
+    mask = local(
+        tirx.Cast(
+            "int32", tirx.shift_left(tirx.const(1, "int64"), tirx.Cast("int64", tirx.bitwise_and(exponent, 63))) - 1
+        ),
+        "int32",
+    )
+    zero, one = tirx.const(0, "int32"), tirx.const(1, "int32")
+    threshold = tirx.shift_right(mask, one) + tirx.Select(x < zero, one, zero)
+    shifted = tirx.shift_right(x, tirx.bitwise_and(exponent, 31))
+    return shifted + tirx.Select(tirx.bitwise_and(x, mask) > threshold, one, zero)
+
+
+def divisor_table() -> np.ndarray:
+    """TFLite DIV's reciprocal of every int8 divisor magnitude 1…255 (row 0 unused):
+    int32 [256, 2] (Q0.31 reciprocal, its shift) — GetReciprocal(d, 31) at build time."""
+    from mlonmcu.backends.tvm.integer import scalar
+
+    rows = [(0, 0)] + [scalar.reciprocal(d, 31) for d in range(1, 256)]
+    return np.array(rows, np.int32)
+
+
+def div_kernel(name: str, shapes: Shapes, out_shape: Shape, a: Quantized, b: Quantized, out: Output) -> Any:
+    """TFLite's int8 DIV (reference DivElementwise): signs moved to the dividend, the divisor's
+    reciprocal from divisor_table, the dividend normalised by its redundant sign bits, two
+    fixed-point multiplications. A zero divisor is undefined in TFLite too. The kernel's third
+    argument is the table."""
+    from tvm import tirx
+
+    from mlonmcu.backends.tvm.integer.fixedpoint import count_leading_zeros, saturating_rounding_doubling_high_mul
+
+    real = float(np.float32(a.scalar_scale) / (np.float32(b.scalar_scale) * np.float32(out.scale)))
+    multiplier, shift = quantize_multiplier(real)
+
+    def scalar(xa: Any, xb: Any, table: Any) -> Any:
+        zero = tirx.const(0, "int32")
+        dividend, divisor = local(xa - a.scalar_zero_point, "int32"), local(xb - b.scalar_zero_point, "int32")
+        negative = divisor < zero
+        dividend = local(tirx.Select(negative, -dividend, dividend), "int32")
+        divisor = local(tirx.Select(negative, -divisor, divisor), "int32")
+        inverse, inverse_shift = table[divisor, 0], table[divisor, 1]
+        # GCC's __builtin_clrsb: the redundant sign bits (31 for zero)
+        flipped = tirx.Select(dividend < zero, tirx.bitwise_not(dividend), dividend)
+        headroom = local(
+            tirx.Select(
+                flipped == zero, tirx.const(31, "int32"), count_leading_zeros(tirx.Cast("uint32", flipped)) - 1
+            ),
+            "int32",
+        )
+        quotient = saturating_rounding_doubling_high_mul(tirx.shift_left(dividend, headroom), inverse)
+        exponent = local(headroom + inverse_shift - shift, "int32")
+        high = saturating_rounding_doubling_high_mul(quotient, tirx.const(multiplier, "int32"))
+        return clamp(_wide_rounding_divide(high, exponent) + out.zero_point, out.act_min, out.act_max)
+
+    return binary_kernel(name, "DIV", shapes, out_shape, scalar, tables=(((256, 2), "int32"),))

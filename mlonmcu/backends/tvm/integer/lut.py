@@ -145,3 +145,38 @@ def lut_kernel(name: str, op: str, shape: tuple[int, ...]) -> Any:
             with T.serial(0, size) as i:
                 T.buffer_store(z, table[i32(x[i]) + 128], [i])
     return ib.get()
+
+
+def rsqrt_table(in_scale: float, in_zero: int, out_scale: float, out_zero: int) -> list[int]:
+    """TFLM's int8 RSQRT (elementwise.cc) for every input: 1/sqrt in gemmlowp fixed point. TFLM
+    refuses negative inputs at run time; here they follow the same formula (as values ≤ 1)."""
+    from mlonmcu.backends.tvm.integer import scalar
+
+    multiplier, shift = quantize_multiplier(
+        1.0 / float(np.float32(np.sqrt(np.float32(in_scale))) * np.float32(out_scale))
+    )
+    table = []
+    for value in INT8:
+        centred = value - in_zero
+        if centred == 0:
+            table.append(127)
+            continue
+        inv_multiplier, inv_shift = scalar.inv_sqrt(centred, -1)
+        data = scalar.multiply_by_quantized_multiplier(1, inv_multiplier, inv_shift + 20)
+        result = scalar.multiply_by_quantized_multiplier(data, multiplier, shift - 20) + out_zero
+        table.append(max(-128, min(127, result)))
+    return table
+
+
+def abs_table(in_scale: float, in_zero: int, out_scale: float, out_zero: int) -> list[int]:
+    """TFLM's int8 ABS: |x − zp|, rescaled (in fixed point) only when the scales differ."""
+    from mlonmcu.backends.tvm.integer import scalar
+
+    rescale = np.float32(in_scale) != np.float32(out_scale)
+    multiplier, shift = quantize_multiplier(float(np.float32(in_scale) / np.float32(out_scale)))
+    table = []
+    for value in INT8:
+        magnitude = abs(value - in_zero)
+        result = scalar.multiply_by_quantized_multiplier(magnitude, multiplier, shift) if rescale else magnitude
+        table.append(max(-128, min(127, result + out_zero)))
+    return table
