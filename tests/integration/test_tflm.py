@@ -341,10 +341,10 @@ def test_a_prepare_that_aborts_is_not_called_an_arena_size(tflm_home, mlonmcu, t
 
 
 def test_operators_litert_lacks_are_judged_by_tflm(tflm_home, mlonmcu, tmp_path):
-    """Where LiteRT's reference kernels have none (int8 ELU, 16x8 TRANSPOSE_CONV) or differ from
+    """Where LiteRT's reference kernels have none (int8 ELU, 16x8 TRANSPOSE_CONV; SUM returns −1s) or differ from
     TFLM (a 16x8 CONV_2D with an int32 bias: TFLM accumulates in int32; 16x8 FULLY_CONNECTED:
     TFLM's float32 scale product; 16x8 MUL: 1 LSB), TFLM's are the oracle."""
-    from tflite_builder import Op, build, conv16_model, dense16_model, q, transpose_conv_model, write
+    from tflite_builder import Op, build, const, conv16_model, dense16_model, q, transpose_conv_model, write
 
     shape = (1, 6, 5, 8)
     models = {
@@ -354,6 +354,12 @@ def test_operators_litert_lacks_are_judged_by_tflm(tflm_home, mlonmcu, tmp_path)
         "transpose_conv_16x8_stride3": transpose_conv_model(2, 3, 1, (11, 8), dtype="int16"),
         "fully_connected_16x8": dense16_model("int64"),
         "fully_connected_16x8_int32_bias": dense16_model("int32"),
+        "sum_channels": build(
+            [q(shape, 0.04, -7), const(np.array([3], np.int32)), q((1, 6, 5), 0.2, -10)],
+            [Op("SUM", [0, 1], [2], {"KeepDims": False}, "ReducerOptions", 2)],
+            [0],
+            [2],
+        ),
         "mul_16x8_broadcast": build(
             [q(shape, 0.0003, 0, "int16"), q((1, 1, 5, 8), 0.0005, 0, "int16"), q(shape, 0.0007, 0, "int16")],
             [Op("MUL", [0, 1], [2], {"FusedActivationFunction": 0}, "MulOptions", 3)],

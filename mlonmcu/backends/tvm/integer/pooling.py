@@ -80,18 +80,23 @@ def reduce_mean_kernel(
     q: Quantized,
     out: Output,
     dtype: str = "int8",
+    compute_sum: bool = False,
 ) -> Any:
     """MEAN over `axes`: the raw values summed in int32, the zero point (× count) taken off, then
     one requantization with the division by the count folded into the multiplier, as TFLite's
-    integer QuantizedMeanOrSum does (for int8 and, 16x8, int16 tensors)."""
+    integer QuantizedMeanOrSum does (for int8 and, 16x8, int16 tensors); `compute_sum`: SUM,
+    the same without the division."""
     from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
     kept = [a for a in range(len(in_shape)) if a not in axes]
     count = math.prod(in_shape[a] for a in axes)
-    multiplier, shift = mean_multiplier(q.scalar_scale, out.scale, count)
-    with IRBuilder() as ib, prim_func(name, ["MEAN"], 0):
+    if compute_sum:
+        multiplier, shift = quantize_multiplier(q.scalar_scale / out.scale)
+    else:
+        multiplier, shift = mean_multiplier(q.scalar_scale, out.scale, count)
+    with IRBuilder() as ib, prim_func(name, ["SUM" if compute_sum else "MEAN"], 0):
         x = T.arg("x", T.Buffer(in_shape, dtype))
         y = T.arg("y", T.Buffer(out_shape, dtype))
         with root_block():
