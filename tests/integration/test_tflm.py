@@ -217,6 +217,7 @@ TFLM_MODELS = {
     "micro_speech_quantized": "tensorflow/lite/micro/examples/micro_speech/models/micro_speech_quantized.tflite",
     "keyword_scrambled_8bit": "tensorflow/lite/micro/models/keyword_scrambled_8bit.tflite",
     "trained_lstm_int8": "tensorflow/lite/micro/examples/mnist_lstm/trained_lstm_int8.tflite",
+    "dtln_noise_suppression": "tensorflow/lite/micro/examples/dtln/dtln_noise_suppression.tflite",
 }
 
 
@@ -375,3 +376,24 @@ def test_operators_litert_lacks_are_judged_by_tflm(tflm_home, mlonmcu, tmp_path)
     assert (frame["Validation"] == "pass").all(), frame["Validation Detail"]
     assert (frame["Max Abs Error"] == 0).all()
     assert (frame["Float Ops"] == "none").all()
+
+
+def test_arithmetic_tflm_reproduces_tflm(tflm_home, mlonmcu, tmp_path):
+    """tvmaot.arithmetic=tflm: where LiteRT and TFLM round differently (FULLY_CONNECTED, int8
+    LOGISTIC/TANH tables), TFLM's arithmetic — dtln (two LSTMs, FULLY_CONNECTED, LOGISTIC) is then
+    bit-exact with TFLM, with LiteRT's it is not."""
+    from tflite_builder import Op, build, q, write
+
+    shape = (1, 6, 5, 8)
+    models = [tflm_model(tflm_home, "dtln_noise_suppression", tmp_path)]
+    for op, scale, zero in (("LOGISTIC", 1 / 256, -128), ("TANH", 1 / 128, 0)):
+        model = build([q(shape, 0.04, -7), q(shape, scale, zero)], [Op(op, [0], [1])], [0], [1])
+        models.append(write(tmp_path, op.lower(), model))
+    args = ["flow", "run", *models, "-b", "tvmaot", "-t", "host_x86", "-f", "validate", "-c", "validate.reference=tflm"]
+    code, output = mlonmcu(*args, "-c", "tvmaot.arithmetic=tflm", "-c", "tvmaot.arithmetic=litert", "-H", tflm_home)
+    assert code == 0, output
+    frame = report(tflm_home)
+    tflm = frame[frame.Config.str.contains("arithmetic=tflm")].set_index("Model")
+    assert (tflm["Validation"] == "pass").all() and (tflm["Max Abs Error"] == 0).all(), tflm["Validation Detail"]
+    litert = frame[frame.Config.str.contains("arithmetic=litert")].set_index("Model")
+    assert litert.loc["dtln_noise_suppression", "Max Abs Error"] > 0  # the choice matters on this model

@@ -40,11 +40,20 @@ class TvmAotBackend(Backend):
             choices=("integer", "qdq"),
         ),
         Option(
-            "fc_requant",
+            "arithmetic",
             str,
             "litert",
-            "FULLY_CONNECTED rounding: litert = LiteRT reference kernels (double), tflm = TFLite Micro (fixed point)",
+            "where LiteRT's reference kernels and TFLite Micro round differently (FULLY_CONNECTED, int8 "
+            "LOGISTIC/TANH), whose results to reproduce: litert or tflm (pair with validate.reference=tflm)",
             choices=("litert", "tflm"),
+        ),
+        Option(
+            "fc_requant",
+            str,
+            "auto",
+            "FULLY_CONNECTED rounding alone: litert = LiteRT reference kernels (double), tflm = TFLite Micro "
+            "(fixed point), auto = as tvmaot.arithmetic",
+            choices=("auto", "litert", "tflm"),
         ),
         Option(
             "importer",
@@ -132,7 +141,8 @@ class TvmAotBackend(Backend):
             depthwise_block=self.opt("depthwise_block"),
             depthwise_pixels=self.opt("depthwise_pixels"),
             dense_block=self.opt("dense_block"),
-            fc_requant=self.opt("fc_requant"),
+            fc_requant=self.opt("arithmetic") if self.opt("fc_requant") == "auto" else self.opt("fc_requant"),
+            tables=self.opt("arithmetic"),
         )
 
     @staticmethod

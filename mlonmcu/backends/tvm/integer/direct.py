@@ -586,6 +586,13 @@ class DirectBuilder:
                 raise NotCovered(op, "an output scale TFLite refuses (its multiplier would shift left)")
         elif op.op in ("RSQRT", "ABS"):
             table = (lut.rsqrt_table if op.op == "RSQRT" else lut.abs_table)(*scales)
+        elif op.op in ("LOGISTIC", "TANH") and self.schedule.tables == "tflm":
+            expected = (1 / 256, -128) if op.op == "LOGISTIC" else (1 / 128, 0)
+            if (out_tensor.scalar_scale, out_tensor.scalar_zero_point) != (np.float32(expected[0]), expected[1]):
+                raise NotCovered(
+                    op, f"an output quantization TFLM's {op.op} does not take (scale, zero point {expected})"
+                )
+            table = lut.tflm_table(op.op, x_tensor.scalar_scale, x_tensor.scalar_zero_point)
         else:
             table = lut.float_table(*scales, lut.TRANSFORMS[op.op])
         kernel = lut.lut_kernel(self.name(op.op.lower()), op.op, out_tensor.shape)

@@ -9,7 +9,8 @@ TFLite's per-element fixed point, and exact by construction as long as the table
 - LOGISTIC, TANH, EXP: LiteRT fills a table the same way, in float32 (dequantize, transform, round
   half away from zero, requantize); the transform is the C library's `expf`/`tanhf` (called
   through ctypes) so the float32 results are the ones LiteRT computes. TFLite Micro computes
-  these two in gemmlowp fixed point instead (up to 1 LSB apart; `validate.reference=tflm` shows it).
+  LOGISTIC/TANH in gemmlowp fixed point instead (up to 1 LSB apart): `tvmaot.arithmetic=tflm`
+  builds those tables (`tflm_table`, the fixed point emulated on Python integers).
 """
 
 from __future__ import annotations
@@ -179,4 +180,28 @@ def abs_table(in_scale: float, in_zero: int, out_scale: float, out_zero: int) ->
         magnitude = abs(value - in_zero)
         result = scalar.multiply_by_quantized_multiplier(magnitude, multiplier, shift) if rescale else magnitude
         table.append(max(-128, min(127, result + out_zero)))
+    return table
+
+
+def tflm_table(op: str, in_scale: float, in_zero: int) -> list[int]:
+    """TFLM's int8 LOGISTIC / TANH (reference_integer_ops): the input rescaled to Q4.27 by a
+    frexp multiplier, gemmlowp's fixed-point logistic or tanh, rounded to Q0.7 (logistic: plus
+    its −128 zero point; tanh: no zero point, as TFLM assumes); inputs beyond the radius saturate."""
+    from mlonmcu.backends.tvm.integer import scalar
+
+    mantissa, left_shift = math.frexp(float(in_scale) * float(1 << 27))
+    multiplier = round_half_away(mantissa * (1 << 31))
+    radius = math.floor(15.0 * (1 << 27) / (1 << left_shift))
+    bits, offset, function = (8, -128, scalar.gemmlowp_logistic) if op == "LOGISTIC" else (7, 0, scalar.gemmlowp_tanh)
+    table = []
+    for value in INT8:
+        centred = value - in_zero
+        if centred <= -radius:
+            table.append(-128)
+        elif centred >= radius:
+            table.append(127)
+        else:
+            q4 = scalar.multiply_by_quantized_multiplier(centred, multiplier, left_shift)
+            result = scalar.rounding_divide_by_pot(function(q4, 4), 31 - bits) + offset
+            table.append(max(-128, min(127, result)))
     return table

@@ -39,6 +39,7 @@ class Schedule:
     depthwise_pixels: int = 1
     dense_block: int = 8
     fc_requant: str = "litert"  # FULLY_CONNECTED rounding: "litert" (reference kernels) or "tflm"
+    tables: str = "litert"  # int8 LOGISTIC/TANH: LiteRT's float32 tables or TFLM's fixed point
 
 
 @dataclass

@@ -50,13 +50,7 @@ def multiply_by_quantized_multiplier(x: int, multiplier: int, shift: int) -> int
 
 def one_over_one_plus_x(a: int) -> int:
     """gemmlowp one_over_one_plus_x_for_x_in_0_1 (raw Q0.31 in and out): Newton-Raphson in Q2.29."""
-    total = a + INT32_MAX
-    half_denominator = _c_div(total + (1 if total >= 0 else -1), 2)
-    x = wrap32(1515870810 + srdhm(half_denominator, -1010580540))
-    for _ in range(3):
-        one_minus = wrap32((1 << 29) - srdhm(half_denominator, x))
-        x = wrap32(x + multiply_by_pot(srdhm(x, one_minus), 2))
-    return multiply_by_pot(x, 1)
+    return multiply_by_pot(_newton_one_over(a), 1)
 
 
 def reciprocal(x: int, integer_digits: int) -> tuple[int, int]:
@@ -87,3 +81,58 @@ def inv_sqrt(value: int, reverse_shift: int) -> tuple[int, int]:
         x = wrap32(x << -shift)
         shift = 0
     return x, shift * reverse_shift
+
+
+def _exp_quarter_interval(a: int) -> int:
+    """gemmlowp exp_on_interval_between_negative_one_quarter_and_0_excl (Q0.31)."""
+    constant = 1895147668  # exp(-1/8)
+    x = wrap32(a + (1 << 28))
+    x2 = srdhm(x, x)
+    x3 = srdhm(x2, x)
+    x4 = srdhm(x2, x2)
+    inner = multiply_by_pot(wrap32(srdhm(wrap32(multiply_by_pot(x4, -2) + x3), 715827883) + x2), -1)
+    return wrap32(constant + srdhm(constant, wrap32(x + inner)))
+
+
+_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401), (4, 242))
+
+
+def exp_on_negative_values(a: int, integer_bits: int) -> int:
+    """gemmlowp exp_on_negative_values of a raw Q(integer_bits) value ≤ 0, as Q0.31."""
+    fractional = 31 - integer_bits
+    quarter = 1 << (fractional - 2)
+    a_mod = wrap32((a & (quarter - 1)) - quarter)
+    result = _exp_quarter_interval(multiply_by_pot(a_mod, integer_bits))
+    remainder = wrap32(a_mod - a)
+    for exponent, multiplier in _EXP_BARREL:
+        if integer_bits > exponent and remainder & (1 << (fractional + exponent)):
+            result = srdhm(result, multiplier)
+    if integer_bits > 5 and a < -(1 << (36 - integer_bits)):
+        result = 0
+    return INT32_MAX if a == 0 else result
+
+
+def _newton_one_over(a: int) -> int:
+    """The Q2.29 Newton iteration both gemmlowp 1/(1+x) routines share."""
+    total = a + INT32_MAX
+    half_denominator = _c_div(total + (1 if total >= 0 else -1), 2)
+    x = wrap32(1515870810 + srdhm(half_denominator, -1010580540))
+    for _ in range(3):
+        one_minus = wrap32((1 << 29) - srdhm(half_denominator, x))
+        x = wrap32(x + multiply_by_pot(srdhm(x, one_minus), 2))
+    return x
+
+
+def gemmlowp_logistic(a: int, integer_bits: int) -> int:
+    if a == 0:
+        return 1 << 30
+    positive = one_over_one_plus_x(exp_on_negative_values(-abs(a), integer_bits))
+    return positive if a > 0 else wrap32(INT32_MAX - positive)
+
+
+def gemmlowp_tanh(a: int, integer_bits: int) -> int:
+    if a == 0:
+        return 0
+    exponential = exp_on_negative_values(-abs(a), integer_bits + 1)  # ExactMulByPot<1>
+    t = multiply_by_pot(wrap32(_newton_one_over(exponential) - (1 << 29)), 2)
+    return -t if a < 0 else t
