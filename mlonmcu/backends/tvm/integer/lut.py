@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from mlonmcu.backends.tvm.integer.fixedpoint import quantize_multiplier, round_half_away
+from mlonmcu.backends.tvm.integer.scalar import c_div, rounding_divide_by_pot
 from mlonmcu.backends.tvm.integer.tir import flat_view, i32, prim_func, root_block
 
 INT8 = range(-128, 128)
@@ -46,31 +47,18 @@ def _wrap16(value: int) -> int:
     return (value + 0x8000) % 0x10000 - 0x8000
 
 
-def _c_div(a: int, b: int) -> int:
-    """C's integer division: truncates toward zero."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
 def _rounding_doubling_high_mul16(a: int, b: int) -> int:
     if a == b == -32768:
         return 32767
     product = a * b
     nudge = (1 << 14) if product >= 0 else 1 - (1 << 14)
-    return _wrap16(_c_div(product + nudge, 1 << 15))
+    return _wrap16(c_div(product + nudge, 1 << 15))
 
 
 def _doubling_high_mul16(a: int, b: int) -> int:
     if a == b == -32768:
         return 32767
-    return _wrap16(_c_div(a * b, 1 << 15))
-
-
-def _rounding_divide_by_pot(x: int, exponent: int) -> int:
-    mask = (1 << exponent) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + (1 if x < 0 else 0)
-    return (x >> exponent) + (1 if remainder > threshold else 0)
+    return _wrap16(c_div(a * b, 1 << 15))
 
 
 def _saturating_left_shift16(value: int, amount: int) -> int:
@@ -101,9 +89,9 @@ def hard_swish_table(in_scale: float, in_zero: int, out_scale: float, out_zero: 
         if relu_exponent > 0:
             reluish = _saturating_left_shift16(reluish, 1)
         if relu_exponent < 0:
-            reluish = _rounding_divide_by_pot(reluish, -relu_exponent)
+            reluish = rounding_divide_by_pot(reluish, -relu_exponent)
         reluish = _wrap16((reluish + (1 << 15)) >> 1)
-        result = _rounding_divide_by_pot(_doubling_high_mul16(reluish, preshift), -out_exponent)
+        result = rounding_divide_by_pot(_doubling_high_mul16(reluish, preshift), -out_exponent)
         result = _wrap16(result + out_zero)
         table.append(max(-128, min(127, result)))
     return table

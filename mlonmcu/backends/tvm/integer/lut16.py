@@ -42,21 +42,28 @@ SIGMOID_TABLE = (
 # fmt: on
 
 
-def sigmoid16(value: Any, scaling: tuple[int, int], table: Any) -> Any:
-    """TFLite's int16 logistic (reference_integer_ops::Logistic) of `value` scaled by `scaling`
-    (input_scaling), by table interpolation; the result is in Q0.15."""
+def _interpolated(value: Any, scaling: tuple[int, int], table: Any, bits: int, saturated: int) -> tuple[Any, Any]:
+    """The scaled input and the table interpolated at its magnitude with `bits` fractional bits
+    (`saturated` beyond the table), as TFLite's int16 logistic and tanh both do first."""
     from tvm import tirx
 
     multiplier, shift = scaling
     rounding = 1 << (shift - 1) if shift > 0 else 0
     x = local(tirx.shift_right(value * multiplier + rounding, shift), "int32")
     magnitude = local(tirx.abs(x), "int32")
-    high = local(tirx.shift_right(magnitude, 9), "int32")
+    high = local(tirx.shift_right(magnitude, bits), "int32")
     below = table[tirx.Min(high, 254)]
-    interpolated = tirx.shift_left(below, 9) + tirx.bitwise_and(magnitude, 0x1FF) * (
-        table[tirx.Min(high, 254) + 1] - below
-    )
-    result = local(tirx.Select(high >= 255, tirx.const(0x7FFF << 10, "int32"), interpolated), "int32")
+    fraction = tirx.bitwise_and(magnitude, (1 << bits) - 1)
+    interpolated = tirx.shift_left(below, bits) + fraction * (table[tirx.Min(high, 254) + 1] - below)
+    return x, local(tirx.Select(high >= 255, tirx.const(saturated, "int32"), interpolated), "int32")
+
+
+def sigmoid16(value: Any, scaling: tuple[int, int], table: Any) -> Any:
+    """TFLite's int16 logistic (reference_integer_ops::Logistic) of `value` scaled by `scaling`
+    (input_scaling), by table interpolation; the result is in Q0.15."""
+    from tvm import tirx
+
+    x, result = _interpolated(value, scaling, table, 9, 0x7FFF << 10)
     positive = tirx.shift_right(result + (1 << 9), 10)
     negative = tirx.shift_right((1 << 25) - result + (1 << 9) - 1, 10)
     return tirx.Select(x >= 0, positive, negative)
@@ -66,16 +73,7 @@ def tanh16(value: Any, scaling: tuple[int, int], table: Any) -> Any:
     """TFLite's int16 tanh (reference_integer_ops::Tanh), as sigmoid16; the result is in Q0.15."""
     from tvm import tirx
 
-    multiplier, shift = scaling
-    rounding = 1 << (shift - 1) if shift > 0 else 0
-    x = local(tirx.shift_right(value * multiplier + rounding, shift), "int32")
-    magnitude = local(tirx.abs(x), "int32")
-    high = local(tirx.shift_right(magnitude, 8), "int32")
-    below = table[tirx.Min(high, 254)]
-    interpolated = tirx.shift_left(below, 8) + tirx.bitwise_and(magnitude, 0xFF) * (
-        table[tirx.Min(high, 254) + 1] - below
-    )
-    result = local(tirx.Select(high >= 255, tirx.const(0xFFFF << 8, "int32"), interpolated), "int32")
+    x, result = _interpolated(value, scaling, table, 8, 0xFFFF << 8)
     positive = tirx.shift_right(result - (1 << 23) + (1 << 7), 8)
     negative = tirx.shift_right((1 << 23) - result + (1 << 7) - 1, 8)
     return tirx.Select(x >= 0, positive, negative)

@@ -13,15 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from mlonmcu.backends.tvm.integer.scalar import c_div
 from mlonmcu.backends.tvm.integer.tir import local, prim_func, root_block
 
 ONE = 1 << 10
-
-
-def _c_div(a: int, b: int) -> int:
-    """C's integer division (toward zero)."""
-    quotient = abs(a) // abs(b)
-    return quotient if (a >= 0) == (b > 0) else -quotient
 
 
 def sample_table(out_size: int, in_size: int, align_corners: bool, half_pixel: bool) -> np.ndarray:
@@ -32,8 +27,8 @@ def sample_table(out_size: int, in_size: int, align_corners: bool, half_pixel: b
     rows = []
     for i in range(out_size):
         position = i * scale + scale // 2 - (1 << 9) if half_pixel else i * scale
-        lower = max(_c_div(position, ONE), 0)
-        upper = min(_c_div(position + ONE - 1, ONE), in_size - 1)
+        lower = max(c_div(position, ONE), 0)
+        upper = min(c_div(position + ONE - 1, ONE), in_size - 1)
         rows.append((lower, upper, position - ONE * lower))
     return np.array(rows, np.int32)
 

@@ -14,7 +14,8 @@ def wrap32(value: int) -> int:
     return (value + (1 << 31)) % (1 << 32) - (1 << 31)
 
 
-def _c_div(a: int, b: int) -> int:
+def c_div(a: int, b: int) -> int:
+    """C's integer division (toward zero)."""
     quotient = abs(a) // abs(b)
     return quotient if (a >= 0) == (b > 0) else -quotient
 
@@ -25,7 +26,7 @@ def srdhm(a: int, b: int) -> int:
         return INT32_MAX
     product = a * b
     nudge = (1 << 30) if product >= 0 else 1 - (1 << 30)
-    return _c_div(product + nudge, 1 << 31)
+    return c_div(product + nudge, 1 << 31)
 
 
 def rounding_divide_by_pot(x: int, exponent: int) -> int:
@@ -66,7 +67,7 @@ def inv_sqrt(value: int, reverse_shift: int) -> tuple[int, int]:
         return INT32_MAX, 0
     shift = 11
     while value >= 1 << 29:
-        value = _c_div(value, 4)
+        value = c_div(value, 4)
         shift += 1
     pairs = ((32 - value.bit_length()) - 1) // 2 - 1
     shift -= pairs
@@ -115,7 +116,7 @@ def exp_on_negative_values(a: int, integer_bits: int) -> int:
 def _newton_one_over(a: int) -> int:
     """The Q2.29 Newton iteration both gemmlowp 1/(1+x) routines share."""
     total = a + INT32_MAX
-    half_denominator = _c_div(total + (1 if total >= 0 else -1), 2)
+    half_denominator = c_div(total + (1 if total >= 0 else -1), 2)
     x = wrap32(1515870810 + srdhm(half_denominator, -1010580540))
     for _ in range(3):
         one_minus = wrap32((1 << 29) - srdhm(half_denominator, x))
