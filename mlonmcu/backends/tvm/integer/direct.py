@@ -35,6 +35,7 @@ from mlonmcu.backends.tvm.integer.fixedpoint import per_channel_multipliers, rou
 from mlonmcu.backends.tvm.integer.graph import Quantized
 from mlonmcu.backends.tvm.integer.lowering import LoweringReport
 from mlonmcu.backends.tvm.integer.patterns import (
+    ACTIVATION_NAMES,
     INT8_MAX,
     INT8_MIN,
     ConvGeometry,
@@ -56,7 +57,6 @@ Range = tuple[float | None, float | None]  # the float range an activation clamp
 _RELU, _RELU6, _RELU_N1_TO_1 = (0.0, None), (0.0, 6.0), (-1.0, 1.0)
 # TFLite ActivationFunctionType → its range
 _ACTIVATIONS: dict[int, Range] = {0: (None, None), 1: _RELU, 2: _RELU_N1_TO_1, 3: _RELU6}
-_ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 _SAME = 0  # TFLite Padding
 _LIMITS = {
     "int8": (INT8_MIN, INT8_MAX),
@@ -84,7 +84,7 @@ def output_of(op: Operator, tensor: Tensor) -> Output:
     """The output quantization and the int8 range its fused activation clamps to."""
     code = int(op.options.get("FusedActivationFunction", 0))
     if code not in _ACTIVATIONS:
-        raise NotCovered(op, f"fused activation {_ACTIVATION_NAMES.get(code, code)}")
+        raise NotCovered(op, f"fused activation {ACTIVATION_NAMES.get(code, code)}")
     return clamped_output(tensor, _ACTIVATIONS[code])
 
 
@@ -135,13 +135,12 @@ class DirectBuilder:
             "SUM": self._mean,
             "RESIZE_BILINEAR": self._resize_bilinear,
             "SOFTMAX": self._softmax,
-            "SVDF": self._svdf,
-            "UNIDIRECTIONAL_SEQUENCE_LSTM": self._lstm,
             "CONCATENATION": self._concat,
             "QUANTIZE": self._requantize,
             "DEQUANTIZE": self._dequantize,
             **dict.fromkeys(_RESHAPES, self._reshape),
             **{name: functools.partial(handler, self) for name, handler in movement.HANDLERS.items()},
+            **{name: functools.partial(handler, self) for name, handler in recurrent.HANDLERS.items()},
         }
 
     # -- checks ----------------------------------------------------------------------------------
@@ -150,10 +149,10 @@ class DirectBuilder:
         """The operators of the model with no handler at all (parameters are checked while building)."""
         return sorted({op.op for op in self.graph.operators if op.op not in self.handlers})
 
-    def _int8(self, op: Operator, tensor: Tensor | None, what: str) -> Tensor:
-        return self._integer(op, tensor, what, ("int8",))
+    def int8(self, op: Operator, tensor: Tensor | None, what: str) -> Tensor:
+        return self.integer(op, tensor, what, ("int8",))
 
-    def _integer(self, op: Operator, tensor: Tensor | None, what: str, dtypes: tuple[str, ...]) -> Tensor:
+    def integer(self, op: Operator, tensor: Tensor | None, what: str, dtypes: tuple[str, ...]) -> Tensor:
         """A quantized tensor of one of `dtypes`."""
         if tensor is None:
             raise NotCovered(op, f"no {what}")
@@ -163,12 +162,12 @@ class DirectBuilder:
             )
         return tensor
 
-    def _activation(
+    def activation(
         self, op: Operator, position: int, constant: bool = False, dtypes: tuple[str, ...] = ("int8",)
     ) -> tuple[Tensor, Quantized]:
         """A per-tensor quantized input (int8 unless `dtypes` says otherwise); `constant`: a constant
         one is fine too (elementwise operands, e.g. MobileNetV3's hard-sigmoid multiplies by 1/6)."""
-        tensor = self._integer(op, self.graph.input(op, position), f"input {position}", dtypes)
+        tensor = self.integer(op, self.graph.input(op, position), f"input {position}", dtypes)
         if tensor.data is not None and not constant:
             raise NotCovered(op, f"constant input {position}")
         if not tensor.per_tensor:
@@ -240,7 +239,7 @@ class DirectBuilder:
             raise NotCovered(Operator(-1, "OUTPUT", (), ()), f"model output {index} is not computed by any operator")
         return self.values[index]
 
-    def _call(self, lowered: Lowered, integer: bool = True) -> Any:
+    def call(self, lowered: Lowered, integer: bool = True) -> Any:
         from tvm import relax
 
         gvar = self.builder.add_func(lowered.kernel, str(lowered.kernel.attrs["global_symbol"]))
@@ -300,13 +299,13 @@ class DirectBuilder:
         return Lowered(None, op.op, conv16.conv16_kernel(spec), args, out_shape, dtype="int16")
 
     def _conv(self, op: Operator) -> Any:
-        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
-        weights = self._int8(op, self.graph.input(op, 1), "filter")
+        x_tensor, x = self.activation(op, 0, dtypes=_WIDE)
+        weights = self.int8(op, self.graph.input(op, 1), "filter")
         if weights.data is None:
             raise NotCovered(op, "a filter that is not constant")
         if np.any(weights.zero_point != 0):
             raise NotCovered(op, "a filter with non-zero zero points")
-        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
+        out_tensor = self.integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = output_of(op, out_tensor)
         bias_tensor = self.graph.input(op, 2)
         channels = out_tensor.shape[3]
@@ -336,10 +335,10 @@ class DirectBuilder:
         geometry = ConvGeometry(strides, dilation, (top, left, bottom, right))
         if x_tensor.dtype == "int16":
             tensors = (x_tensor, weights, out_tensor, bias_tensor)
-            return self._call(self._conv16(op, x.value, (in_shape, shape), tensors, hwio, geometry, out))
+            return self.call(self._conv16(op, x.value, (in_shape, shape), tensors, hwio, geometry, out))
         name = self.name("conv2d" if hwio.ndim == 4 else "depthwise_conv2d")
         scales = weights.scale
-        return self._call(
+        return self.call(
             conv_lowering(name, x, in_shape, hwio, scales, bias.reshape(-1), out, shape, geometry, self.schedule)
         )
 
@@ -347,9 +346,9 @@ class DirectBuilder:
         """One register-blocked convolution per output phase (integer/deconv.py), interleaved."""
         from tvm import relax
 
-        x_tensor, x = self._activation(op, 2, dtypes=_WIDE)
-        weights = self._int8(op, self.graph.input(op, 1), "filter")
-        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
+        x_tensor, x = self.activation(op, 2, dtypes=_WIDE)
+        weights = self.int8(op, self.graph.input(op, 1), "filter")
+        out_tensor = self.integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         if weights.data is None or np.any(weights.zero_point != 0):
             raise NotCovered(op, "a filter that is not constant and symmetric")
         out = output_of(op, out_tensor)
@@ -389,7 +388,7 @@ class DirectBuilder:
                     shapes = ((n, y1 - y0, x1 - x0, int(hwio.shape[2])), shape)
                     tensors = (x_tensor, weights, out_tensor, bias_tensor)
                     lowered = self._conv16(op, value, shapes, tensors, kernel, geometry, out)
-                    row.append(self.builder.emit(relax.op.expand_dims(self.builder.emit(self._call(lowered)), 0)))
+                    row.append(self.builder.emit(relax.op.expand_dims(self.builder.emit(self.call(lowered)), 0)))
                     continue
                 lowered = conv_lowering(
                     self.name("transpose_conv2d"),
@@ -404,7 +403,7 @@ class DirectBuilder:
                     self.schedule,
                 )
                 lowered = dataclasses.replace(lowered, op=op.op)
-                row.append(self.builder.emit(relax.op.expand_dims(self.builder.emit(self._call(lowered)), 0)))
+                row.append(self.builder.emit(relax.op.expand_dims(self.builder.emit(self.call(lowered)), 0)))
             rows.append(self.builder.emit(relax.op.expand_dims(self.builder.emit(relax.op.concat(row, 0)), 0)))
         if strides == (1, 1):  # one phase: [1, 1, N, OH, OW, O]
             return relax.op.reshape(rows[0], out_tensor.shape)
@@ -419,15 +418,15 @@ class DirectBuilder:
     def _dense(self, op: Operator) -> Any:
         from tvm import relax
 
-        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
-        weights = self._int8(op, self.graph.input(op, 1), "weights")
+        x_tensor, x = self.activation(op, 0, dtypes=_WIDE)
+        weights = self.int8(op, self.graph.input(op, 1), "weights")
         if weights.data is None or weights.data.ndim != 2:
             raise NotCovered(op, "weights that are not a constant matrix")
         if np.any(weights.zero_point != 0):
             raise NotCovered(op, "weights with non-zero zero points")
         if int(op.options.get("WeightsFormat", 0)) != 0:
             raise NotCovered(op, "shuffled weights")
-        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
+        out_tensor = self.integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = output_of(op, out_tensor)
         outputs, inputs = weights.data.shape
         bias_tensor = self.graph.input(op, 2)
@@ -456,7 +455,7 @@ class DirectBuilder:
             result_shape,
             self.schedule,
         )
-        result = self._call(lowered)
+        result = self.call(lowered)
         if out_tensor.shape != result_shape:  # keep_num_dims, or a batch of one written as [O]
             return relax.op.reshape(self.builder.emit(result), out_tensor.shape)
         return result
@@ -479,12 +478,12 @@ class DirectBuilder:
         geometry = ConvGeometry((1, 1), (1, 1), (0, 0, 0, 0))
         shapes = ((1, 1, rows, inputs), (1, 1, rows, outputs))
         lowered = self._conv16(op, flat, shapes, tensors, hwio, geometry, out, pairs)
-        return relax.op.reshape(self.builder.emit(self._call(lowered)), out_tensor.shape)
+        return relax.op.reshape(self.builder.emit(self.call(lowered)), out_tensor.shape)
 
     def _batch_matmul(self, op: Operator) -> Any:
         """Both operands may be activations (attention) or constants; per-tensor quantization."""
-        operands = [self._int8(op, self.graph.input(op, i), f"input {i}") for i in (0, 1)]
-        out = self._int8(op, self.graph.output(op), "output")
+        operands = [self.int8(op, self.graph.input(op, i), f"input {i}") for i in (0, 1)]
+        out = self.int8(op, self.graph.output(op), "output")
         if not all(t.per_tensor for t in operands):
             raise NotCovered(op, "per-channel quantized operands")
         lhs, rhs = operands
@@ -501,14 +500,14 @@ class DirectBuilder:
             multiplier=matmul.batch_multiplier(lhs.scalar_scale, rhs.scalar_scale, out.scalar_scale),
         )
         kernel = matmul.batch_matmul_kernel(spec)
-        return self._call(Lowered(None, op.op, kernel, [self.operand(lhs), self.operand(rhs)], out.shape))
+        return self.call(Lowered(None, op.op, kernel, [self.operand(lhs), self.operand(rhs)], out.shape))
 
     def _binary(self, op: Operator) -> Any:
         """ADD, SUB, MUL, DIV, SQUARED_DIFFERENCE with TFLite's broadcasting (ADD, SUB, MUL also 16x8)."""
         wide = _WIDE if op.op in ("ADD", "SUB", "MUL") else ("int8",)
-        a_tensor, a = self._activation(op, 0, constant=True, dtypes=wide)
-        b_tensor, b = self._activation(op, 1, constant=True, dtypes=wide)
-        out_tensor = self._integer(op, self.graph.output(op), "output", wide)
+        a_tensor, a = self.activation(op, 0, constant=True, dtypes=wide)
+        b_tensor, b = self.activation(op, 1, constant=True, dtypes=wide)
+        out_tensor = self.integer(op, self.graph.output(op), "output", wide)
         if not a_tensor.dtype == b_tensor.dtype == out_tensor.dtype:
             raise NotCovered(op, f"mixed types {a_tensor.dtype}, {b_tensor.dtype} → {out_tensor.dtype}")
         if np.broadcast_shapes(a_tensor.shape, b_tensor.shape) != out_tensor.shape:
@@ -528,29 +527,29 @@ class DirectBuilder:
             kernel = elementwise.add_kernel(
                 name, shapes, out_tensor.shape, a, b, out, subtract=op.op == "SUB", dtype=out_tensor.dtype
             )
-        return self._call(Lowered(None, op.op, kernel, args, out_tensor.shape, dtype=out_tensor.dtype))
+        return self.call(Lowered(None, op.op, kernel, args, out_tensor.shape, dtype=out_tensor.dtype))
 
     def _relu(self, op: Operator) -> Any:
-        _, x = self._activation(op, 0)
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        _, x = self.activation(op, 0)
+        out_tensor = self.int8(op, self.graph.output(op), "output")
         out = clamped_output(out_tensor, _RELUS[op.op])
         real = float(np.float32(x.scalar_scale) / np.float32(out.scale))  # float32, as TFLite's Prepare
         kernel = elementwise.requantize_kernel(self.name(op.op.lower()), out_tensor.shape, x, out, op.op, real)
-        return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
+        return self.call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
 
     def _leaky_relu(self, op: Operator) -> Any:
-        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
-        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
+        x_tensor, x = self.activation(op, 0, dtypes=_WIDE)
+        out_tensor = self.integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = output_of(op, out_tensor)
         alpha = float(op.options.get("Alpha", 0.2))
         dtype = out_tensor.dtype
         kernel = elementwise.leaky_relu_kernel(self.name("leaky_relu"), out_tensor.shape, x, out, alpha, dtype)
-        return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape, dtype=dtype))
+        return self.call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape, dtype=dtype))
 
     def _prelu(self, op: Operator) -> Any:
-        x_tensor, x = self._activation(op, 0)
-        alpha = self._int8(op, self.graph.input(op, 1), "alpha")
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        x_tensor, x = self.activation(op, 0)
+        alpha = self.int8(op, self.graph.input(op, 1), "alpha")
+        out_tensor = self.int8(op, self.graph.output(op), "output")
         if not alpha.per_tensor:
             raise NotCovered(op, "a per-channel quantized alpha")
         if np.broadcast_shapes(x_tensor.shape, alpha.shape) != out_tensor.shape:
@@ -559,21 +558,21 @@ class DirectBuilder:
         out = clamped_output(out_tensor, (None, None))
         shapes = (x_tensor.shape, alpha.shape)
         kernel = elementwise.prelu_kernel(self.name("prelu"), shapes, out_tensor.shape, x, a, out)
-        return self._call(Lowered(None, op.op, kernel, [x.value, a.value], out_tensor.shape))
+        return self.call(Lowered(None, op.op, kernel, [x.value, a.value], out_tensor.shape))
 
     def _table(self, op: Operator) -> Any:
         """Elementwise activations with a nonlinear function: a 256-entry table (integer/lut.py);
         16x8 LOGISTIC and TANH interpolate TFLite's int16 table (integer/lut16.py)."""
         wide = _WIDE if op.op in ("LOGISTIC", "TANH") else ("int8",)
-        x_tensor, x = self._activation(op, 0, dtypes=wide)
-        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
+        x_tensor, x = self.activation(op, 0, dtypes=wide)
+        out_tensor = self.integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         if x_tensor.dtype == "int16":
             if x_tensor.scalar_zero_point or out_tensor.scalar_zero_point or out_tensor.scalar_scale != 2.0**-15:
                 raise NotCovered(op, "int16 quantization other than TFLite's (zero point 0, output scale 2^-15)")
             scaling = lut16.operator_scaling(x_tensor.scalar_scale, tanh=op.op == "TANH")
             kernel = lut16.lut16_kernel(self.name(op.op.lower() + "_16x8"), op.op, out_tensor.shape, scaling)
             table16 = np.array(lut16.SIGMOID_TABLE, np.int32)
-            return self._call(Lowered(None, op.op, kernel, [x.value, table16], out_tensor.shape, dtype="int16"))
+            return self.call(Lowered(None, op.op, kernel, [x.value, table16], out_tensor.shape, dtype="int16"))
         scales = (
             x_tensor.scalar_scale,
             x_tensor.scalar_zero_point,
@@ -597,7 +596,7 @@ class DirectBuilder:
             table = lut.float_table(*scales, lut.TRANSFORMS[op.op])
         kernel = lut.lut_kernel(self.name(op.op.lower()), op.op, out_tensor.shape)
         values = np.array(table, np.int8)
-        return self._call(Lowered(None, op.op, kernel, [x.value, values], out_tensor.shape))
+        return self.call(Lowered(None, op.op, kernel, [x.value, values], out_tensor.shape))
 
     def _pool_geometry(self, op: Operator, in_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[Any, ...]:
         opts = op.options
@@ -616,20 +615,20 @@ class DirectBuilder:
         return output_of(op, out_tensor)
 
     def _average_pool(self, op: Operator) -> Any:
-        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
-        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
+        x_tensor, x = self.activation(op, 0, dtypes=_WIDE)
+        out_tensor = self.integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = self._same_quantization(op, x_tensor, out_tensor)
         pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
         act = (out.act_min, out.act_max)
         name, dtype = self.name("average_pool2d"), out_tensor.dtype
         kernel = pooling.average_pool_kernel(name, x_tensor.shape, out_tensor.shape, pool, strides, padding, act, dtype)
-        return self._call(Lowered(None, "AVERAGE_POOL_2D", kernel, [x.value], out_tensor.shape, dtype=dtype))
+        return self.call(Lowered(None, "AVERAGE_POOL_2D", kernel, [x.value], out_tensor.shape, dtype=dtype))
 
     def _max_pool(self, op: Operator) -> Any:
         from tvm import relax
 
-        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
-        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
+        x_tensor, x = self.activation(op, 0, dtypes=_WIDE)
+        out_tensor = self.integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = self._same_quantization(op, x_tensor, out_tensor)
         pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
         self.report.lowered[op.op] += 1
@@ -639,8 +638,8 @@ class DirectBuilder:
         return relax.op.clip(self.builder.emit(pooled), out.act_min, out.act_max)
 
     def _resize_bilinear(self, op: Operator) -> Any:
-        x_tensor, x = self._activation(op, 0)
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        x_tensor, x = self.activation(op, 0)
+        out_tensor = self.int8(op, self.graph.output(op), "output")
         self._same_quantization(op, x_tensor, out_tensor)
         align = bool(op.options.get("AlignCorners", False))
         half = bool(op.options.get("HalfPixelCenters", False))
@@ -650,14 +649,14 @@ class DirectBuilder:
         rows = resize.sample_table(out_h, height, align, half)
         cols = resize.sample_table(out_w, width, align, half)
         kernel = resize.bilinear_kernel(self.name("resize_bilinear"), x_tensor.shape, out_tensor.shape)
-        return self._call(Lowered(None, op.op, kernel, [x.value, rows, cols], out_tensor.shape))
+        return self.call(Lowered(None, op.op, kernel, [x.value, rows, cols], out_tensor.shape))
 
     def _mean(self, op: Operator) -> Any:
         """MEAN and SUM over any constant axes (keep_dims or not): one sum, requantized with or
         without the division by the count (LiteRT's reference SUM returns -1s for int8: TFLM judges)."""
-        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
+        x_tensor, x = self.activation(op, 0, dtypes=_WIDE)
         axes_tensor = self.graph.input(op, 1)
-        out_tensor = self._integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
+        out_tensor = self.integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         if axes_tensor is None or axes_tensor.data is None:
             raise NotCovered(op, "axes that are not constant")
         axes = tuple(sorted({int(a) % len(x_tensor.shape) for a in axes_tensor.data.reshape(-1)}))
@@ -666,11 +665,11 @@ class DirectBuilder:
         kernel = pooling.reduce_mean_kernel(
             name, x_tensor.shape, axes, out_tensor.shape, x, out, dtype, compute_sum=op.op == "SUM"
         )
-        return self._call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape, dtype=dtype))
+        return self.call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape, dtype=dtype))
 
     def _softmax(self, op: Operator) -> Any:
-        x_tensor, x = self._activation(op, 0, dtypes=_WIDE)
-        out_tensor = self._integer(op, self.graph.output(op), "output", ("int8", "int16"))
+        x_tensor, x = self.activation(op, 0, dtypes=_WIDE)
+        out_tensor = self.integer(op, self.graph.output(op), "output", ("int8", "int16"))
         if float(op.options.get("Beta", 1.0)) != 1.0:
             raise NotCovered(op, f"beta {op.options.get('Beta')}")
         if x_tensor.dtype == "int16":
@@ -680,125 +679,17 @@ class DirectBuilder:
                 raise NotCovered(op, "a 16x8 output scale other than 2^-15")
             kernel = softmax.softmax16_kernel(self.name("softmax_16x8"), out_tensor.shape, x_tensor.scalar_scale)
             tables = [np.array(t, np.int32) for t in softmax.softmax16_tables()]
-            return self._call(Lowered(None, op.op, kernel, [x.value, *tables], out_tensor.shape, dtype="int16"))
+            return self.call(Lowered(None, op.op, kernel, [x.value, *tables], out_tensor.shape, dtype="int16"))
         out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, *_LIMITS["int8"])
         kernel = softmax.softmax_kernel(self.name("softmax"), out_tensor.shape, x, out, out_tensor.dtype)
         if kernel is None:
             raise NotCovered(op, "an output quantization other than TFLite's (scale 1/256 or 1/65536, zero point min)")
-        return self._call(Lowered(None, "SOFTMAX", kernel, [x.value], out_tensor.shape, dtype=out_tensor.dtype))
-
-    def _svdf(self, op: Operator) -> Any:
-        """int8 SVDF with an int8 or int16 state (TFLM's integer kernel)."""
-        x_tensor, x = self._activation(op, 0)
-        feature = self._int8(op, self.graph.input(op, 1), "feature weights")
-        time = self._integer(op, self.graph.input(op, 2), "time weights", ("int8", "int16"))
-        state = self._integer(op, self.graph.input(op, 4), "state", ("int8", "int16"))
-        out_tensor = self._int8(op, self.graph.output(op), "output")
-        bias = self.graph.input(op, 3)
-        if feature.data is None or time.data is None or (bias is not None and bias.data is None):
-            raise NotCovered(op, "weights or bias that are not constant")
-        if not state.variable or state.dtype != time.dtype:
-            raise NotCovered(op, f"a state that is not a variable of the time weights' type ({state.dtype})")
-        if np.any(feature.zero_point != 0) or np.any(time.zero_point != 0):
-            raise NotCovered(op, "weights with non-zero zero points")
-        (batch, inputs), (filters, memory) = x_tensor.shape, time.shape
-        rank = int(op.options.get("Rank", 1))
-        feature_scale, output_scale = recurrent.svdf_multipliers(
-            x_tensor.scalar_scale, feature.scalar_scale, state.scalar_scale, time.scalar_scale, out_tensor.scalar_scale
-        )
-        spec = recurrent.SvdfSpec(
-            name=self.name("svdf"),
-            batch=batch,
-            inputs=inputs,
-            filters=filters,
-            rank=rank,
-            memory=memory,
-            state_dtype=state.dtype,
-            input_zero=x_tensor.scalar_zero_point,
-            state_zero=state.scalar_zero_point,
-            output_zero=out_tensor.scalar_zero_point,
-            feature=feature_scale,
-            output=output_scale,
-            bias=bias is not None,
-        )
-        args = [x.value, feature.data, time.data, *([bias.data] if bias is not None else []), self.values[state.index]]
-        return self._call(Lowered(None, op.op, recurrent.svdf_kernel(spec), args, out_tensor.shape))
-
-    def _lstm(self, op: Operator) -> Any:
-        """int8 LSTM with an int16 cell state, no peepholes, projection or layer norm (TFLM's integer
-        kernel takes no other)."""
-        x_tensor, x = self._activation(op, 0)
-        out_tensor = self._int8(op, self.graph.output(op), "output")
-        hidden = self._int8(op, self.graph.input(op, 18), "hidden state")
-        cell = self._integer(op, self.graph.input(op, 19), "cell state", ("int16",))
-        if not (hidden.variable and cell.variable):
-            raise NotCovered(op, "hidden or cell state that is not a variable")
-        absent = [i for i in (9, 10, 11, 16, 17, 20, 21, 22, 23) if self.graph.input(op, i) is not None]
-        if absent:
-            raise NotCovered(op, "peephole, projection or layer norm tensors")
-        activation = int(op.options.get("FusedActivationFunction", 4))
-        if activation != 4:  # the cell gate's: the schema has no SIGMOID, TFLM's kernel takes only TANH
-            raise NotCovered(op, f"cell gate activation {_ACTIVATION_NAMES.get(activation, activation)}")
-        time_major = bool(op.options.get("TimeMajor", False))
-        batch, steps, inputs = x_tensor.shape
-        if time_major and steps > 1:
-            raise NotCovered(op, "time-major input of several batches")
-        if time_major:  # one batch: the same memory layout as batch-major
-            batch, steps = steps, batch
-        units = hidden.shape[-1]
-        gates = []
-        for position, (w_at, r_at, b_at) in enumerate(((1, 5, 12), (2, 6, 13), (3, 7, 14), (4, 8, 15))):
-            weights = [self._int8(op, self.graph.input(op, i), f"gate weights {i}") for i in (w_at, r_at)]
-            bias = self._integer(op, self.graph.input(op, b_at), "gate bias", ("int32",))
-            matrices = [w.data for w in weights]
-            if any(not w.per_tensor or np.any(w.zero_point != 0) for w in weights):
-                raise NotCovered(op, "gate weights that are not per-tensor and symmetric")
-            if matrices[0] is None or matrices[1] is None or bias.data is None:
-                raise NotCovered(op, "gate weights or biases that are not constant")
-            gates.append(
-                recurrent.Gate(
-                    input_weights=matrices[0],
-                    recurrent_weights=matrices[1],
-                    bias=bias.data,
-                    input_multiplier=recurrent.fc_multiplier(
-                        x_tensor.scalar_scale, weights[0].scalar_scale, recurrent.GATE_SCALE
-                    ),
-                    recurrent_multiplier=recurrent.fc_multiplier(
-                        hidden.scalar_scale, weights[1].scalar_scale, recurrent.GATE_SCALE
-                    ),
-                    tanh=position == 2,
-                )
-            )
-        cell_scale = float(np.float32(cell.scalar_scale))
-        power, clip = recurrent.cell_parameters(cell_scale, float(op.options.get("CellClip", 0.0)))
-        gate_out = recurrent.GATE_OUTPUT_SCALE
-        spec = recurrent.LstmSpec(
-            name=self.name("lstm"),
-            x_shape=x_tensor.shape,
-            y_shape=out_tensor.shape,
-            batch=batch,
-            steps=steps,
-            inputs=inputs,
-            units=units,
-            input_zero=x_tensor.scalar_zero_point,
-            hidden_zero=hidden.scalar_zero_point,
-            gates=(gates[0], gates[1], gates[2], gates[3]),
-            forget_multiplier=recurrent.mul_multiplier(gate_out, cell_scale, cell_scale),
-            input_multiplier=recurrent.mul_multiplier(gate_out, gate_out, cell_scale),
-            hidden_multiplier=recurrent.mul_multiplier(gate_out, gate_out, float(np.float32(hidden.scalar_scale))),
-            cell_power=power,
-            cell_clip=clip,
-        )
-        args: list[Any] = [x.value]
-        for gate in gates:
-            args += [gate.input_weights, gate.recurrent_weights, gate.bias]
-        args += [np.array(lut16.SIGMOID_TABLE, np.int32), self.values[hidden.index], self.values[cell.index]]
-        return self._call(Lowered(None, op.op, recurrent.lstm_kernel(spec), args, out_tensor.shape))
+        return self.call(Lowered(None, "SOFTMAX", kernel, [x.value], out_tensor.shape, dtype=out_tensor.dtype))
 
     def _concat(self, op: Operator) -> Any:
-        out_tensor = self._int8(op, self.graph.output(op), "output")
+        out_tensor = self.int8(op, self.graph.output(op), "output")
         out = output_of(op, out_tensor)
-        parts = [self._activation(op, i) for i in range(len(op.inputs))]
+        parts = [self.activation(op, i) for i in range(len(op.inputs))]
         for tensor, _ in parts:
             if (tensor.scalar_scale, tensor.scalar_zero_point) != (
                 out_tensor.scalar_scale,
@@ -810,21 +701,21 @@ class DirectBuilder:
         axis = int(op.options.get("Axis", 0)) % len(out_tensor.shape)
         shapes = [tensor.shape for tensor, _ in parts]
         kernel = elementwise.concat_kernel(self.name("concatenation"), shapes, out_tensor.shape, axis)
-        return self._call(Lowered(None, "CONCATENATION", kernel, [q.value for _, q in parts], out_tensor.shape))
+        return self.call(Lowered(None, "CONCATENATION", kernel, [q.value for _, q in parts], out_tensor.shape))
 
     def _requantize(self, op: Operator) -> Any:
         source = self.graph.input(op, 0)
         if source is not None and source.dtype == "float32":
             return self._interface(op, source, self.graph.output(op), to_float=False)
-        x_tensor, x = self._activation(op, 0, dtypes=_REQUANTIZED)
-        out_tensor = self._integer(op, self.graph.output(op), "output", _REQUANTIZED)
+        x_tensor, x = self.activation(op, 0, dtypes=_REQUANTIZED)
+        out_tensor = self.integer(op, self.graph.output(op), "output", _REQUANTIZED)
         if (x_tensor.dtype, out_tensor.dtype) not in _REQUANTIZE_PAIRS:
             raise NotCovered(op, f"{x_tensor.dtype} → {out_tensor.dtype}")
         low, high = _LIMITS[out_tensor.dtype]
         out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, low, high)
         dtypes = (x_tensor.dtype, out_tensor.dtype)
         kernel = elementwise.requantize_kernel(self.name("requantize"), out_tensor.shape, x, out, dtypes=dtypes)
-        return self._call(Lowered(None, "QUANTIZE", kernel, [x.value], out_tensor.shape, dtype=out_tensor.dtype))
+        return self.call(Lowered(None, "QUANTIZE", kernel, [x.value], out_tensor.shape, dtype=out_tensor.dtype))
 
     def _dequantize(self, op: Operator) -> Any:
         source = self.graph.input(op, 0)
@@ -847,7 +738,7 @@ class DirectBuilder:
         lowered = Lowered(
             None, op.op, kernel, [self.values[source.index]], shape, dtype="float32" if to_float else "int8"
         )
-        return self._call(lowered, integer=False)
+        return self.call(lowered, integer=False)
 
     def _reshape(self, op: Operator) -> Any:
         from tvm import relax

@@ -23,6 +23,8 @@ from mlonmcu.backends.tvm.integer.fixedpoint import (
 from mlonmcu.backends.tvm.integer.graph import Graph, Quantized, constant, op_name, tensor_type
 
 INT8_MIN, INT8_MAX = -128, 127
+# TFLite ActivationFunctionType by code, for messages
+ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 
 
 @dataclass(frozen=True)

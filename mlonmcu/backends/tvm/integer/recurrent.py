@@ -9,13 +9,19 @@ arena and sets it to the tensor's fill byte at model init (TFLM: the zero point 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier
-from mlonmcu.backends.tvm.integer.lut16 import log2_rounded, sigmoid16, tanh16
+from mlonmcu.backends.tvm.integer.lut16 import SIGMOID_TABLE, log2_rounded, sigmoid16, tanh16
+from mlonmcu.backends.tvm.integer.patterns import ACTIVATION_NAMES, Lowered
 from mlonmcu.backends.tvm.integer.tir import accumulators, clamp, flat_view, i32, local, prim_func, root_block
+from mlonmcu.backends.tvm.integer.uncovered import NotCovered
+from mlonmcu.models.tflite_graph import Operator
+
+if TYPE_CHECKING:
+    from mlonmcu.backends.tvm.integer.direct import DirectBuilder
 
 _LIMITS = {"int8": (-128, 127), "int16": (-32768, 32767)}
 INT16_MIN, INT16_MAX = _LIMITS["int16"]
@@ -236,3 +242,115 @@ def lstm_kernel(spec: LstmSpec) -> Any:
                     T.buffer_store(hidden, tirx.Cast("int8", value), [b, s])
                     T.buffer_store(y, hidden[b, s], [(b * t_ + t) * s_ + s])
     return ib.get()
+
+
+# -- the operators, built from the flatbuffer (DirectBuilder handlers) ------------------------
+
+
+def svdf(b: DirectBuilder, op: Operator) -> Any:
+    """int8 SVDF with an int8 or int16 state (TFLM's integer kernel)."""
+    x_tensor, x = b.activation(op, 0)
+    feature = b.int8(op, b.graph.input(op, 1), "feature weights")
+    time = b.integer(op, b.graph.input(op, 2), "time weights", ("int8", "int16"))
+    state = b.integer(op, b.graph.input(op, 4), "state", ("int8", "int16"))
+    out_tensor = b.int8(op, b.graph.output(op), "output")
+    bias = b.graph.input(op, 3)
+    if feature.data is None or time.data is None or (bias is not None and bias.data is None):
+        raise NotCovered(op, "weights or bias that are not constant")
+    if not state.variable or state.dtype != time.dtype:
+        raise NotCovered(op, f"a state that is not a variable of the time weights' type ({state.dtype})")
+    if np.any(feature.zero_point != 0) or np.any(time.zero_point != 0):
+        raise NotCovered(op, "weights with non-zero zero points")
+    (batch, inputs), (filters, memory) = x_tensor.shape, time.shape
+    rank = int(op.options.get("Rank", 1))
+    feature_scale, output_scale = svdf_multipliers(
+        x_tensor.scalar_scale, feature.scalar_scale, state.scalar_scale, time.scalar_scale, out_tensor.scalar_scale
+    )
+    spec = SvdfSpec(
+        name=b.name("svdf"),
+        batch=batch,
+        inputs=inputs,
+        filters=filters,
+        rank=rank,
+        memory=memory,
+        state_dtype=state.dtype,
+        input_zero=x_tensor.scalar_zero_point,
+        state_zero=state.scalar_zero_point,
+        output_zero=out_tensor.scalar_zero_point,
+        feature=feature_scale,
+        output=output_scale,
+        bias=bias is not None,
+    )
+    args = [x.value, feature.data, time.data, *([bias.data] if bias is not None else []), b.values[state.index]]
+    return b.call(Lowered(None, op.op, svdf_kernel(spec), args, out_tensor.shape))
+
+
+def lstm(b: DirectBuilder, op: Operator) -> Any:
+    """int8 LSTM with an int16 cell state, no peepholes, projection or layer norm (TFLM's integer
+    kernel takes no other)."""
+    x_tensor, x = b.activation(op, 0)
+    out_tensor = b.int8(op, b.graph.output(op), "output")
+    hidden = b.int8(op, b.graph.input(op, 18), "hidden state")
+    cell = b.integer(op, b.graph.input(op, 19), "cell state", ("int16",))
+    if not (hidden.variable and cell.variable):
+        raise NotCovered(op, "hidden or cell state that is not a variable")
+    absent = [i for i in (9, 10, 11, 16, 17, 20, 21, 22, 23) if b.graph.input(op, i) is not None]
+    if absent:
+        raise NotCovered(op, "peephole, projection or layer norm tensors")
+    activation = int(op.options.get("FusedActivationFunction", 4))
+    if activation != 4:  # the cell gate's: the schema has no SIGMOID, TFLM's kernel takes only TANH
+        raise NotCovered(op, f"cell gate activation {ACTIVATION_NAMES.get(activation, activation)}")
+    time_major = bool(op.options.get("TimeMajor", False))
+    batch, steps, inputs = x_tensor.shape
+    if time_major and steps > 1:
+        raise NotCovered(op, "time-major input of several batches")
+    if time_major:  # one batch: the same memory layout as batch-major
+        batch, steps = steps, batch
+    units = hidden.shape[-1]
+    gates = []
+    for position, (w_at, r_at, b_at) in enumerate(((1, 5, 12), (2, 6, 13), (3, 7, 14), (4, 8, 15))):
+        weights = [b.int8(op, b.graph.input(op, i), f"gate weights {i}") for i in (w_at, r_at)]
+        bias = b.integer(op, b.graph.input(op, b_at), "gate bias", ("int32",))
+        matrices = [w.data for w in weights]
+        if any(not w.per_tensor or np.any(w.zero_point != 0) for w in weights):
+            raise NotCovered(op, "gate weights that are not per-tensor and symmetric")
+        if matrices[0] is None or matrices[1] is None or bias.data is None:
+            raise NotCovered(op, "gate weights or biases that are not constant")
+        gates.append(
+            Gate(
+                input_weights=matrices[0],
+                recurrent_weights=matrices[1],
+                bias=bias.data,
+                input_multiplier=fc_multiplier(x_tensor.scalar_scale, weights[0].scalar_scale, GATE_SCALE),
+                recurrent_multiplier=fc_multiplier(hidden.scalar_scale, weights[1].scalar_scale, GATE_SCALE),
+                tanh=position == 2,
+            )
+        )
+    cell_scale = float(np.float32(cell.scalar_scale))
+    power, clip = cell_parameters(cell_scale, float(op.options.get("CellClip", 0.0)))
+    gate_out = GATE_OUTPUT_SCALE
+    spec = LstmSpec(
+        name=b.name("lstm"),
+        x_shape=x_tensor.shape,
+        y_shape=out_tensor.shape,
+        batch=batch,
+        steps=steps,
+        inputs=inputs,
+        units=units,
+        input_zero=x_tensor.scalar_zero_point,
+        hidden_zero=hidden.scalar_zero_point,
+        gates=(gates[0], gates[1], gates[2], gates[3]),
+        forget_multiplier=mul_multiplier(gate_out, cell_scale, cell_scale),
+        input_multiplier=mul_multiplier(gate_out, gate_out, cell_scale),
+        hidden_multiplier=mul_multiplier(gate_out, gate_out, float(np.float32(hidden.scalar_scale))),
+        cell_power=power,
+        cell_clip=clip,
+    )
+    args: list[Any] = [x.value]
+    for gate in gates:
+        args += [gate.input_weights, gate.recurrent_weights, gate.bias]
+    args += [np.array(SIGMOID_TABLE, np.int32), b.values[hidden.index], b.values[cell.index]]
+    return b.call(Lowered(None, op.op, lstm_kernel(spec), args, out_tensor.shape))
+
+
+HANDLERS = {"SVDF": svdf, "UNIDIRECTIONAL_SEQUENCE_LSTM": lstm}
