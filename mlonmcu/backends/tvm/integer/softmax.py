@@ -106,6 +106,19 @@ def _reciprocal(total: Any) -> tuple[Any, Any]:
     return local(saturating_shift_left(x, 1), "int32"), bits_over_unit
 
 
+def _row_max(x: Any, acc: Any, base: Any, depth: int, lowest: int) -> Any:
+    """The row's maximum (in acc[0]); acc[1] is reset for the sum of exps that follows."""
+    from tvm import tirx
+    from tvm.script.ir_builder import tirx as T
+
+    T.buffer_store(acc, lowest, [0])
+    with T.serial(0, depth) as c:
+        T.buffer_store(acc, tirx.Max(acc[0], i32(x[base + c])), [0])
+    row_max = local(acc[0], "int32")
+    T.buffer_store(acc, 0, [1])
+    return row_max
+
+
 def softmax_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output, out_dtype: str = "int8") -> Any:
     """int8 → int8 (scale 1/256) or int8 → int16 (scale 1/65536): TFLite's one gemmlowp softmax,
     with the output's width in the final shift."""
@@ -137,11 +150,7 @@ def softmax_kernel(name: str, shape: tuple[int, ...], q: Quantized, out: Output,
             acc = accumulators(2)  # [0]: row max, [1]: sum of exps (Q12.19)
             with T.serial(0, rows) as r:
                 base = r * depth
-                T.buffer_store(acc, -128, [0])
-                with T.serial(0, depth) as c:
-                    T.buffer_store(acc, tirx.Max(acc[0], i32(x[base + c])), [0])
-                row_max = local(acc[0], "int32")
-                T.buffer_store(acc, 0, [1])
+                row_max = _row_max(x, acc, base, depth, -128)
                 with T.serial(0, depth) as c:
                     valid, e = exp_of(x[base + c], row_max)
                     term = rounding_divide_by_pot(e, _c(ACCUMULATION_INTEGER_BITS))
@@ -202,11 +211,7 @@ def softmax16_kernel(name: str, shape: tuple[int, ...], input_scale: float, beta
             acc = accumulators(2)  # [0]: row max, [1]: sum of exps (Q16.15)
             with T.serial(0, rows) as r:
                 base = r * depth
-                T.buffer_store(acc, -32768, [0])
-                with T.serial(0, depth) as c:
-                    T.buffer_store(acc, tirx.Max(acc[0], i32(x[base + c])), [0])
-                row_max = local(acc[0], "int32")
-                T.buffer_store(acc, 0, [1])
+                row_max = _row_max(x, acc, base, depth, -32768)
                 with T.serial(0, depth) as c:
                     scaled = multiply_by_constant(local(i32(x[base + c]) - row_max, "int32"), multiplier, shift)
                     e = local(lookup(clamp(scaled + 32767, -32768, 32767), exp_table), "int32")
