@@ -176,6 +176,13 @@ CASES: dict[str, Callable[[], bytes]] = {
     "rsqrt": lambda: build([q(X, 0.01, -128), q(X, 0.05, -100)], [Op("RSQRT", [0], [1], version=2)], [0], [1]),
     "abs": lambda: build([q(X, 0.04, -7), q(X, 0.03, -128)], [Op("ABS", [0], [1], version=2)], [0], [1]),
     "abs_same_scale": lambda: build([q(X, 0.04, -7), q(X, 0.04, -128)], [Op("ABS", [0], [1], version=2)], [0], [1]),
+    "log_softmax": lambda: build([q(X, 0.04, -7), q(X, 16 / 256, 127)], [Op("LOG_SOFTMAX", [0], [1])], [0], [1]),
+    "log_softmax_wide_rows": lambda: build(
+        [q((2, 30), 0.3, 5), q((2, 30), 16 / 256, 127)], [Op("LOG_SOFTMAX", [0], [1])], [0], [1]
+    ),
+    "log_softmax_narrow_scale": lambda: build(
+        [q((3, 4), 0.005, -100), q((3, 4), 16 / 256, 127)], [Op("LOG_SOFTMAX", [0], [1])], [0], [1]
+    ),
     "add_broadcast_channels": lambda: binary("ADD", X, (1, 1, 1, 8), "AddOptions", act=1),
     "add_broadcast_rows": lambda: binary("ADD", X, (1, 6, 1, 1), "AddOptions"),
     "sub": lambda: binary("SUB", X, X, "SubOptions"),

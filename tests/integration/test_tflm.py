@@ -391,7 +391,7 @@ def test_arithmetic_tflm_reproduces_tflm(tflm_home, mlonmcu, tmp_path):
         models.append(write(tmp_path, op.lower(), model))
     args = ["flow", "run", *models, "-b", "tvmaot", "-t", "host_x86", "-f", "validate", "-c", "validate.reference=tflm"]
     code, output = mlonmcu(*args, "-c", "tvmaot.arithmetic=tflm", "-c", "tvmaot.arithmetic=litert", "-H", tflm_home)
-    assert code == 0, output
+    assert code == 1, output  # dtln with LiteRT's rounding fails TFLM's validation, as it should
     frame = report(tflm_home)
     tflm = frame[frame.Config.str.contains("arithmetic=tflm")].set_index("Model")
     assert (tflm["Validation"] == "pass").all() and (tflm["Max Abs Error"] == 0).all(), tflm["Validation Detail"]

@@ -135,6 +135,7 @@ class DirectBuilder:
             "SUM": self._mean,
             "RESIZE_BILINEAR": self._resize_bilinear,
             "SOFTMAX": self._softmax,
+            "LOG_SOFTMAX": self._log_softmax,
             "CONCATENATION": self._concat,
             "QUANTIZE": self._requantize,
             "DEQUANTIZE": self._dequantize,
@@ -666,6 +667,14 @@ class DirectBuilder:
             name, x_tensor.shape, axes, out_tensor.shape, x, out, dtype, compute_sum=op.op == "SUM"
         )
         return self.call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape, dtype=dtype))
+
+    def _log_softmax(self, op: Operator) -> Any:
+        _, x = self.activation(op, 0)
+        out_tensor = self.int8(op, self.graph.output(op), "output")
+        if (out_tensor.scalar_scale, out_tensor.scalar_zero_point) != (16 / 256, 127):
+            raise NotCovered(op, "an output quantization other than TFLite's (scale 16/256, zero point 127)")
+        kernel = softmax.log_softmax_kernel(self.name("log_softmax"), out_tensor.shape, x)
+        return self.call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape))
 
     def _softmax(self, op: Operator) -> Any:
         x_tensor, x = self.activation(op, 0, dtypes=_WIDE)

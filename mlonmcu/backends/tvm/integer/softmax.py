@@ -95,15 +95,7 @@ def _reciprocal(total: Any) -> tuple[Any, Any]:
     bits_over_unit = local(_c(ACCUMULATION_INTEGER_BITS) - leading, "int32")
     shifted = tirx.shift_left(unsigned, tirx.Cast("uint32", leading)) - tirx.const(1 << 31, "uint32")
     minus_one = local(tirx.Cast("int32", shifted), "int32")
-    # gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson in Q2.29)
-    pair = local(tirx.Cast("int64", minus_one) + tirx.const(INT32_MAX, "int64"), "int64")
-    sign = tirx.Select(pair >= tirx.const(0, "int64"), tirx.const(1, "int64"), tirx.const(-1, "int64"))
-    half_denominator = local(tirx.Cast("int32", tirx.truncdiv(pair + sign, tirx.const(2, "int64"))), "int32")
-    x = local(_c(FORTY_EIGHT_OVER_SEVENTEEN) + _srdhm(half_denominator, _c(MINUS_THIRTY_TWO_OVER_SEVENTEEN)), "int32")
-    for _ in range(3):
-        one_minus = local(_c(1 << 29) - _srdhm(half_denominator, x), "int32")
-        x = local(x + saturating_shift_left(_srdhm(x, one_minus), 2), "int32")
-    return local(saturating_shift_left(x, 1), "int32"), bits_over_unit
+    return _one_over_one_plus(minus_one), bits_over_unit
 
 
 def _row_max(x: Any, acc: Any, base: Any, depth: int, lowest: int) -> Any:
@@ -228,4 +220,135 @@ def softmax16_kernel(name: str, shape: tuple[int, ...], input_scale: float, beta
                     product = i64(y[base + c]) * i64(reciprocal) + rounding
                     result = tirx.Cast("int32", tirx.shift_right(product, i64(right)))
                     T.buffer_store(y, tirx.Cast("int16", clamp(result, 0, 32767)), [base + c])
+    return ib.get()
+
+
+# gemmlowp/TFLite constants of log_x_for_x_greater_than_or_equal_to_1 (Q0.31)
+LOG_2 = 1488522236
+SQRT_SQRT_HALF = 1805811301
+SQRT_HALF = 1518500250
+ONE_QUARTER = 536870912
+ALPHA_N, ALPHA_D, ALPHA_I, ALPHA_F = 117049297, 127690142, 1057819769, 638450708
+LOG_ACCUMULATION_BITS = 6  # OutputIntegerBits (5) + 1
+
+
+def _shift_left_saturating(x: Any, exponent: Any) -> Any:
+    """TFLite's SaturatingRoundingMultiplyByPOTParam for a run-time exponent ≥ 0."""
+    from tvm import tirx
+
+    threshold = local(tirx.shift_left(_c(1), 31 - exponent) - _c(1), "int32")
+    shifted = tirx.shift_left(x, exponent)
+    saturated = tirx.Select(x > threshold, _c(INT32_MAX), tirx.Select(x < -threshold, _c(-INT32_MAX - 1), shifted))
+    return local(tirx.Select(exponent == _c(0), x, saturated), "int32")
+
+
+def _saturating(value: Any) -> Any:
+    """An int64 sum or difference clamped to int32 (SaturatingAddNonGemmlowp, SaturatingSub)."""
+    from tvm import tirx
+
+    low, high = tirx.const(-INT32_MAX - 1, "int64"), tirx.const(INT32_MAX, "int64")
+    return local(tirx.Cast("int32", tirx.Min(tirx.Max(value, low), high)), "int32")
+
+
+def _one_over_one_plus(a: Any) -> Any:
+    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson in Q2.29): Q0.31 in and out."""
+    from tvm import tirx
+
+    pair = local(tirx.Cast("int64", a) + tirx.const(INT32_MAX, "int64"), "int64")
+    sign = tirx.Select(pair >= tirx.const(0, "int64"), tirx.const(1, "int64"), tirx.const(-1, "int64"))
+    half_denominator = local(tirx.Cast("int32", tirx.truncdiv(pair + sign, tirx.const(2, "int64"))), "int32")
+    x = local(_c(FORTY_EIGHT_OVER_SEVENTEEN) + _srdhm(half_denominator, _c(MINUS_THIRTY_TWO_OVER_SEVENTEEN)), "int32")
+    for _ in range(3):
+        one_minus = local(_c(1 << 29) - _srdhm(half_denominator, x), "int32")
+        x = local(x + saturating_shift_left(_srdhm(x, one_minus), 2), "int32")
+    return local(saturating_shift_left(x, 1), "int32")
+
+
+def _log_of_sum(total: Any) -> Any:
+    """TFLite's log_x_for_x_greater_than_or_equal_to_1<5> of a Q12.19 sum: log as Q5.26."""
+    from tvm import tirx
+
+    def clz(value: Any) -> Any:
+        return local(tirx.call_pure_extern("int32", "__builtin_clz", tirx.Cast("uint32", value)), "int32")
+
+    def i64(value: Any) -> Any:
+        return tirx.Cast("int64", value)
+
+    quarter = ONE_QUARTER >> LOG_ACCUMULATION_BITS  # Rescale<6>(1/4): exact
+    z_a = local(total, "int32")
+    headroom_a = clz(z_a)
+    r_a = _shift_left_saturating(_srdhm(_shift_left_saturating(z_a, headroom_a - 1), _c(SQRT_HALF)), _c(1))
+    pow_a = _saturating(i64(_shift_left_saturating(ACCUMULATION_INTEGER_BITS - headroom_a, _c(25))) + quarter)
+    z_b = local(_srdhm(z_a, _c(SQRT_HALF)), "int32")
+    headroom_b = local(clz(z_b) - 1, "int32")
+    r_b = _shift_left_saturating(z_a, headroom_b)
+    pow_b = _saturating(i64(_shift_left_saturating(ACCUMULATION_INTEGER_BITS - headroom_b, _c(25))) - quarter)
+    r = local(tirx.Min(r_a, r_b), "int32")
+    power = local(tirx.Max(pow_a, pow_b), "int32")
+    total_p = local(i64(r) + tirx.const(SQRT_SQRT_HALF, "int64"), "int64")
+    sign = tirx.Select(total_p >= tirx.const(0, "int64"), tirx.const(1, "int64"), tirx.const(-1, "int64"))
+    p = local(tirx.Cast("int32", tirx.truncdiv(total_p + sign, tirx.const(2, "int64"))), "int32")
+    q = local(r - _c(SQRT_SQRT_HALF), "int32")
+    q = local(q + q, "int32")
+    square = _srdhm(q, q)
+    numerator = local(_srdhm(q, r) + _srdhm(_srdhm(q, square), _c(ALPHA_N)), "int32")
+    denominator = local(
+        _srdhm(p, local(_c(ALPHA_I) + q + _srdhm(_c(ALPHA_D), square), "int32")) + _srdhm(_c(ALPHA_F), q), "int32"
+    )
+    reciprocal = _one_over_one_plus(denominator)
+    scaled = rounding_divide_by_pot(numerator, _c(LOG_ACCUMULATION_BITS))
+    log6 = local(_srdhm(power, _c(LOG_2)) + _srdhm(scaled, reciprocal), "int32")
+    return local(saturating_shift_left(log6, 1), "int32")
+
+
+def log_softmax_parameters(input_scale: float) -> tuple[int, int, int, int, int]:
+    """TFLite's PreprocessLogSoftmaxScalingExp: (multiplier, left shift, diff_min, reverse
+    divisor, reverse right shift)."""
+    multiplier, shift, diff_min = softmax_parameters(input_scale)
+    divisor, reverse_shift = quantize_multiplier((1 << (31 - shift)) / float(multiplier))
+    return multiplier, shift, diff_min, divisor, -reverse_shift
+
+
+def log_softmax_kernel(name: str, shape: tuple[int, ...], q: Quantized) -> Any:
+    """int8 LOG_SOFTMAX (TFLite's LogSoftmaxQuantized; output scale 16/256, zero point 127): the
+    softmax's sum of exps in Q12.19, its log in Q5.26 by gemmlowp's polynomial, then per element
+    (diff − log) rounded into the output; differences below the adjusted minimum give −128."""
+    from tvm import tirx
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    multiplier, left_shift, diff_min, divisor, reverse_right = log_softmax_parameters(q.scalar_scale)
+    depth = shape[-1]
+    rows = math.prod(shape[:-1])
+
+    def rescaled(value: Any, row_max: Any) -> tuple[Any, Any]:
+        diff = local(i32(value) - row_max, "int32")
+        return diff, _srdhm(tirx.shift_left(diff, _c(left_shift)), _c(multiplier))
+
+    with IRBuilder() as ib, prim_func(name, ["LOG_SOFTMAX"], 0):
+        x_arg = T.arg("x", T.Buffer(shape, "int8"))
+        y_arg = T.arg("y", T.Buffer(shape, "int8"))
+        with root_block():
+            x, y = flat_view(x_arg, shape), flat_view(y_arg, shape)
+            acc = accumulators(2)
+            with T.serial(0, rows) as r:
+                base = r * depth
+                row_max = _row_max(x, acc, base, depth, -128)
+                with T.serial(0, depth) as c:
+                    diff, scaled = rescaled(x[base + c], row_max)
+                    term = rounding_divide_by_pot(
+                        _exp_on_negative(local(scaled, "int32")), _c(ACCUMULATION_INTEGER_BITS)
+                    )
+                    T.buffer_store(acc, acc[1] + tirx.Select(diff >= _c(diff_min), term, _c(0)), [1])
+                log_sum = _log_of_sum(acc[1])
+                shifted = local(log_sum + _c(-INT32_MAX - 1), "int32")
+                reverse = rounding_divide_by_pot(_srdhm(shifted, _c(divisor)), _c(reverse_right))
+                adjusted = local(tirx.Max(_c(diff_min - 1), reverse), "int32")
+                with T.serial(0, depth) as c:
+                    diff, scaled = rescaled(x[base + c], row_max)
+                    value = rounding_divide_by_pot(
+                        local(scaled - log_sum, "int32"), _c(31 - INPUT_INTEGER_BITS - 4)
+                    ) + _c(127)
+                    result = tirx.Select(diff > adjusted, clamp(value, -128, 127), _c(-128))
+                    T.buffer_store(y, tirx.Cast("int8", result), [base + c])
     return ib.get()
