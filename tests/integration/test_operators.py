@@ -409,6 +409,17 @@ SHAPED = {
         ],
         Op("SPACE_TO_BATCH_ND", [0, 1, 2], [3]),
     ),
+    "space_to_batch_stale_shapes": (  # the converter's dilated Conv1D: batch 1 written where it is 2
+        [
+            q((1, 10, 4), 0.04, -7),
+            const(np.array([2], np.int32)),
+            const(np.array([[1, 1]], np.int32)),
+            q((1, 6, 4), 0.04, -7),
+            q((1, 6, 4), 0.04, -7),
+            q((1, 10, 4), 0.04, -7),
+        ],
+        [Op("SPACE_TO_BATCH_ND", [0, 1, 2], [3]), Op("RELU", [3], [4]), Op("BATCH_TO_SPACE_ND", [4, 1, 2], [5])],
+    ),
     "batch_to_space_nd": (
         [
             q((4, 3, 3, 8), 0.04, -7),

@@ -170,3 +170,23 @@ def test_lstm_takes_only_what_tflm_integer_kernel_takes(tmp_path):
     graph.operators[0] = dataclasses.replace(op, options={**op.options, "FusedActivationFunction": 1})
     with pytest.raises(NotCovered, match="cell gate activation RELU"):
         build_direct(graph)
+
+
+def test_stale_converter_shapes_are_settled_as_tflite_prepares_them(tmp_path):
+    """SPACE_TO_BATCH_ND's output batch as the converter writes it (1) and as it is (2)."""
+    from tflite_builder import Op, build, const, q, write
+
+    from mlonmcu.backends.tvm.integer.shapes import settle_shapes
+
+    blocks, pads = const(np.array([2], np.int32)), const(np.array([[1, 1]], np.int32))
+    tensors = [q((1, 10, 4), 0.04, -7), blocks, pads, q((1, 6, 4), 0.04, -7), q((1, 6, 4), 0.04, -7)]
+    tensors.append(q((1, 10, 4), 0.04, -7))
+    ops = [Op("SPACE_TO_BATCH_ND", [0, 1, 2], [3]), Op("RELU", [3], [4]), Op("BATCH_TO_SPACE_ND", [4, 1, 2], [5])]
+    graph = read_graph(write(tmp_path, "stale", build(tensors, ops, [0], [5])))
+    settled = settle_shapes(graph)
+    assert [settled.tensors[i].shape for i in (3, 4, 5)] == [(2, 6, 4), (2, 6, 4), (1, 10, 4)]
+    untouched = read_graph(bundled("kws_dscnn"))
+    assert settle_shapes(untouched) is untouched  # without SPACE_TO_BATCH_ND nothing changes
+    graph.operators[1] = dataclasses.replace(graph.operators[1], op="SOFTMAX")
+    with pytest.raises(NotCovered, match="static shape the converter left stale"):
+        settle_shapes(graph)

@@ -47,6 +47,7 @@ from mlonmcu.backends.tvm.integer.patterns import (
     dense_requantization,
     quad,
 )
+from mlonmcu.backends.tvm.integer.shapes import settle_shapes
 from mlonmcu.backends.tvm.integer.uncovered import NotCovered
 from mlonmcu.backends.tvm.plan import STATE_ATTR
 from mlonmcu.models.tflite_graph import Operator, Tensor, TfliteGraph
@@ -762,4 +763,4 @@ class DirectBuilder:
 
 
 def build_direct(graph: TfliteGraph, schedule: Schedule | None = None) -> tuple[Any, LoweringReport]:
-    return DirectBuilder(graph, schedule).build()
+    return DirectBuilder(settle_shapes(graph), schedule).build()
