@@ -18,8 +18,6 @@ import numpy as np
 from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_quantized_multiplier
 from mlonmcu.backends.tvm.integer.tir import clamp, local, prim_func, root_block
 
-INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
-
 
 @dataclass(frozen=True)
 class Conv16Spec:

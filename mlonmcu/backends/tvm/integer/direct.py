@@ -38,6 +38,7 @@ from mlonmcu.backends.tvm.integer.patterns import (
     ACTIVATION_NAMES,
     INT8_MAX,
     INT8_MIN,
+    LIMITS,
     ConvGeometry,
     Lowered,
     Output,
@@ -59,12 +60,6 @@ _RELU, _RELU6, _RELU_N1_TO_1 = (0.0, None), (0.0, 6.0), (-1.0, 1.0)
 # TFLite ActivationFunctionType → its range
 _ACTIVATIONS: dict[int, Range] = {0: (None, None), 1: _RELU, 2: _RELU_N1_TO_1, 3: _RELU6}
 _SAME = 0  # TFLite Padding
-_LIMITS = {
-    "int8": (INT8_MIN, INT8_MAX),
-    "uint8": (0, 255),
-    "int16": (-(1 << 15), (1 << 15) - 1),
-    "int32": (-(1 << 31), (1 << 31) - 1),
-}
 _REQUANTIZED = ("int8", "uint8", "int16", "int32")
 _WIDE = ("int8", "int16")  # operators with a 16x8 variant take int16 activations too
 # QUANTIZE between integer types: the (input, output) pairs TFLM's Requantize takes
@@ -93,7 +88,7 @@ def clamped_output(tensor: Tensor, bounds: Range) -> Output:
     """The tensor's quantization with `bounds` quantized to its type (int8, int16), as TFLite
     computes the range."""
     low, high = bounds
-    type_min, type_max = _LIMITS.get(tensor.dtype, _LIMITS["int8"])
+    type_min, type_max = LIMITS.get(tensor.dtype, LIMITS["int8"])
     act_min = type_min if low is None else max(type_min, _quantize_value(low, tensor))
     act_max = type_max if high is None else min(type_max, _quantize_value(high, tensor))
     return Output(float(np.float32(tensor.scalar_scale)), tensor.scalar_zero_point, act_min, act_max)
@@ -635,7 +630,7 @@ class DirectBuilder:
         pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
         self.report.lowered[op.op] += 1
         pooled = relax.op.nn.max_pool2d(x.value, pool, strides, padding=padding, layout="NHWC")
-        if (out.act_min, out.act_max) == _LIMITS[out_tensor.dtype]:
+        if (out.act_min, out.act_max) == LIMITS[out_tensor.dtype]:
             return pooled
         return relax.op.clip(self.builder.emit(pooled), out.act_min, out.act_max)
 
@@ -690,7 +685,7 @@ class DirectBuilder:
             kernel = softmax.softmax16_kernel(self.name("softmax_16x8"), out_tensor.shape, x_tensor.scalar_scale)
             tables = [np.array(t, np.int32) for t in softmax.softmax16_tables()]
             return self.call(Lowered(None, op.op, kernel, [x.value, *tables], out_tensor.shape, dtype="int16"))
-        out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, *_LIMITS["int8"])
+        out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, *LIMITS["int8"])
         kernel = softmax.softmax_kernel(self.name("softmax"), out_tensor.shape, x, out, out_tensor.dtype)
         if kernel is None:
             raise NotCovered(op, "an output quantization other than TFLite's (scale 1/256 or 1/65536, zero point min)")
@@ -721,7 +716,7 @@ class DirectBuilder:
         out_tensor = self.integer(op, self.graph.output(op), "output", _REQUANTIZED)
         if (x_tensor.dtype, out_tensor.dtype) not in _REQUANTIZE_PAIRS:
             raise NotCovered(op, f"{x_tensor.dtype} → {out_tensor.dtype}")
-        low, high = _LIMITS[out_tensor.dtype]
+        low, high = LIMITS[out_tensor.dtype]
         out = Output(float(np.float32(out_tensor.scalar_scale)), out_tensor.scalar_zero_point, low, high)
         dtypes = (x_tensor.dtype, out_tensor.dtype)
         kernel = elementwise.requantize_kernel(self.name("requantize"), out_tensor.shape, x, out, dtypes=dtypes)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from mlonmcu.backends.tvm.integer import scalar
 from mlonmcu.backends.tvm.integer.fixedpoint import quantize_multiplier, round_half_away
 from mlonmcu.backends.tvm.integer.scalar import c_div, rounding_divide_by_pot
 from mlonmcu.backends.tvm.integer.tir import flat_view, i32, prim_func, root_block
@@ -139,8 +140,6 @@ def lut_kernel(name: str, op: str, shape: tuple[int, ...]) -> Any:
 def rsqrt_table(in_scale: float, in_zero: int, out_scale: float, out_zero: int) -> list[int]:
     """TFLM's int8 RSQRT (elementwise.cc) for every input: 1/sqrt in gemmlowp fixed point. TFLM
     refuses negative inputs at run time; here they follow the same formula (as values ≤ 1)."""
-    from mlonmcu.backends.tvm.integer import scalar
-
     multiplier, shift = quantize_multiplier(
         1.0 / float(np.float32(np.sqrt(np.float32(in_scale))) * np.float32(out_scale))
     )
@@ -159,8 +158,6 @@ def rsqrt_table(in_scale: float, in_zero: int, out_scale: float, out_zero: int) 
 
 def abs_table(in_scale: float, in_zero: int, out_scale: float, out_zero: int) -> list[int]:
     """TFLM's int8 ABS: |x − zp|, rescaled (in fixed point) only when the scales differ."""
-    from mlonmcu.backends.tvm.integer import scalar
-
     rescale = np.float32(in_scale) != np.float32(out_scale)
     multiplier, shift = quantize_multiplier(float(np.float32(in_scale) / np.float32(out_scale)))
     table = []
@@ -175,8 +172,6 @@ def tflm_table(op: str, in_scale: float, in_zero: int) -> list[int]:
     """TFLM's int8 LOGISTIC / TANH (reference_integer_ops): the input rescaled to Q4.27 by a
     frexp multiplier, gemmlowp's fixed-point logistic or tanh, rounded to Q0.7 (logistic: plus
     its −128 zero point; tanh: no zero point, as TFLM assumes); inputs beyond the radius saturate."""
-    from mlonmcu.backends.tvm.integer import scalar
-
     mantissa, left_shift = math.frexp(float(in_scale) * float(1 << 27))
     multiplier = round_half_away(mantissa * (1 << 31))
     radius = math.floor(15.0 * (1 << 27) / (1 << left_shift))

@@ -23,6 +23,14 @@ from mlonmcu.backends.tvm.integer.fixedpoint import (
 from mlonmcu.backends.tvm.integer.graph import Graph, Quantized, constant, op_name, tensor_type
 
 INT8_MIN, INT8_MAX = -128, 127
+INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
+# the value range of each integer tensor type the kernels store
+LIMITS = {
+    "int8": (INT8_MIN, INT8_MAX),
+    "uint8": (0, 255),
+    "int16": (INT16_MIN, INT16_MAX),
+    "int32": (-(1 << 31), (1 << 31) - 1),
+}
 # TFLite ActivationFunctionType by code, for messages
 ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier
 from mlonmcu.backends.tvm.integer.lut16 import SIGMOID_TABLE, log2_rounded, sigmoid16, tanh16
-from mlonmcu.backends.tvm.integer.patterns import ACTIVATION_NAMES, Lowered
+from mlonmcu.backends.tvm.integer.patterns import ACTIVATION_NAMES, INT16_MAX, INT16_MIN, LIMITS, Lowered
 from mlonmcu.backends.tvm.integer.tir import accumulators, clamp, flat_view, i32, local, prim_func, root_block
 from mlonmcu.backends.tvm.integer.uncovered import NotCovered
 from mlonmcu.models.tflite_graph import Operator
@@ -23,8 +23,6 @@ from mlonmcu.models.tflite_graph import Operator
 if TYPE_CHECKING:
     from mlonmcu.backends.tvm.integer.direct import DirectBuilder
 
-_LIMITS = {"int8": (-128, 127), "int16": (-32768, 32767)}
-INT16_MIN, INT16_MAX = _LIMITS["int16"]
 GATE_SCALE = 2.0**-12  # TFLM's LSTM gate pre-activations: int16 in Q3.12
 GATE_OUTPUT_SCALE = 2.0**-15  # and the gates after sigmoid/tanh: Q0.15
 
@@ -86,7 +84,7 @@ def svdf_kernel(spec: SvdfSpec) -> Any:
 
     b_, i_, f_, m_, u_ = spec.batch, spec.inputs, spec.filters, spec.memory, spec.units
     dtype = spec.state_dtype
-    low, high = _LIMITS[dtype]
+    low, high = LIMITS[dtype]
     macs = b_ * f_ * (i_ + m_)
     with IRBuilder() as ib, prim_func(spec.name, ["SVDF"], macs):
         x = T.arg("x", T.Buffer((b_, i_), "int8"))
