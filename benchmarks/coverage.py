@@ -4,11 +4,13 @@
 Every .tflite under the given directories (searched recursively; the same bytes once) runs
 through `tvmaot` and `tflmi` on Spike with `validate`. Per model it prints: the operators, whether
 TFLM runs it, whether tvmaot runs it, whether tvmaot is exact (against LiteRT's reference
-kernels, or against TFLM's outputs where LiteRT has no reference), which importer built it,
-tvmaot/TFLM instructions and tvmaot's `Float Ops`; then totals. Run by hand and quote it; it is
-not a test. Needs `mlonmcu setup tflm` (or --backends tvmaot).
+kernels, or against TFLM's outputs where LiteRT has no reference), whether tvmaot's outputs are
+TFLM's byte for byte ("= TFLM", whichever oracle judged), which importer built it, tvmaot/TFLM
+instructions and tvmaot's `Float Ops`; then totals. Run by hand and quote it; it is not a test.
+Needs `mlonmcu setup tflm` (or --backends tvmaot).
 
     python benchmarks/coverage.py DIR... [--home H] [--samples 3] [--parallel 2] [--markdown]
+        [-c tvmaot.arithmetic=tflm ...]
 """
 
 from __future__ import annotations
@@ -59,6 +61,22 @@ def _outputs(run_dir: Path) -> list[np.ndarray] | None:
         return [data[k] for k in sorted(data.files)]
 
 
+def _same_as_tflm(session_dir: Path, tvm: pd.Series, tflm: pd.Series) -> str:
+    """Whether tvmaot's outputs are TFLM's, byte for byte, on the same samples ("no (N)": the
+    largest difference) — what a TFLM user ships, whichever oracle judged the run."""
+    ours = _outputs(session_dir / "runs" / str(int(tvm["Run"])))
+    theirs = _outputs(session_dir / "runs" / str(int(tflm["Run"])))
+    if ours is None or theirs is None or len(ours) != len(theirs):
+        return "?"
+    if any(a.shape != b.shape for a, b in zip(ours, theirs, strict=True)):
+        return "?"
+    worst = max(
+        float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)), initial=0.0))
+        for a, b in zip(ours, theirs, strict=True)
+    )
+    return "yes" if worst == 0 else f"no ({worst:g})"
+
+
 def _importer(run_dir: Path) -> str:
     log = run_dir / "logs" / "build.log"
     try:
@@ -85,12 +103,11 @@ def summarize(report: pd.DataFrame, session_dir: Path, paths: list[Path]) -> pd.
             elif tvm["Validation"] == "fail":
                 exact = f"no ({tvm['Max Abs Error']:g})"
             elif tflm is not None and not tflm["Failing"]:  # no LiteRT reference: TFLM is the oracle
-                ours = _outputs(session_dir / "runs" / str(int(tvm["Run"])))
-                theirs = _outputs(session_dir / "runs" / str(int(tflm["Run"])))
-                same = ours is not None and theirs is not None and all(map(np.array_equal, ours, theirs))
-                exact = "yes (= TFLM)" if same else "no (≠ TFLM)"
+                exact = "yes (= TFLM)" if _same_as_tflm(session_dir, tvm, tflm) == "yes" else "no (≠ TFLM)"
             else:
                 exact = "no oracle"
+            if tflm is not None and not tflm["Failing"]:
+                row["= TFLM"] = _same_as_tflm(session_dir, tvm, tflm)
             row["Importer"] = _importer(session_dir / "runs" / str(int(tvm["Run"])))
             row["Float Ops"] = tvm["Float Ops"]
         row["Exact"] = exact
@@ -111,6 +128,14 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table (for docs/)")
+    parser.add_argument(
+        "-c",
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config value for every run, e.g. tvmaot.arithmetic=tflm (repeatable)",
+    )
     args = parser.parse_args()
     paths = find_models(args.directories)
     if not paths:
@@ -126,7 +151,7 @@ def main() -> int:
         backends=args.backends.split(","),
         targets=[args.target],
         features=["validate"],
-        config={"validate.samples": args.samples},
+        config={"validate.samples": args.samples, **dict(item.split("=", 1) for item in args.config)},
         parallel=args.parallel,
     )
     table = summarize(result.report, result.session.dir, paths)

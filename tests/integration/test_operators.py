@@ -84,18 +84,21 @@ def binary16(op: str, b: tuple[int, ...], options: str):
     return build(tensors, [Op(op, [0, 1], [2], {"FusedActivationFunction": 0}, options, 3)], [0, 1], [2])
 
 
-def depthwise_multiplier():
-    """One input channel, multiplier 4, per-channel scales on axis 3 (micro_speech's first layer)."""
-    shape = (1, 9, 7, 1)
-    w = RNG.integers(-127, 128, (1, 3, 3, 4)).astype(np.int8)
-    scales = list(RNG.uniform(0.002, 0.02, 4))
+def depthwise_multiplier(channels_in: int = 1, multiplier: int = 4, padding: int = 0):
+    """Depth multiplier > 1 with per-channel scales on axis 3: one input channel (micro_speech's
+    first layer) or several (output channel c·M + m reads input channel c)."""
+    shape = (1, 9, 7, channels_in)
+    channels = channels_in * multiplier
+    w = RNG.integers(-127, 128, (1, 3, 3, channels)).astype(np.int8)
+    scales = list(RNG.uniform(0.002, 0.02, channels))
+    out_hw = (5, 4) if padding == 0 else (4, 3)
     tensors = [
         q(shape, 0.04, -7),
-        const(w, scales, [0] * 4, axis=3),
-        const(RNG.integers(-500, 500, 4).astype(np.int32), [0.04 * s for s in scales], [0] * 4),
-        q((1, 5, 4, 4), 0.08, -1),
+        const(w, scales, [0] * channels, axis=3),
+        const(RNG.integers(-500, 500, channels).astype(np.int32), [0.04 * s for s in scales], [0] * channels),
+        q((1, *out_hw, channels), 0.08, -1),
     ]
-    opts = {"Padding": 0, "StrideH": 2, "StrideW": 2, "DepthMultiplier": 4, "FusedActivationFunction": 3}
+    opts = {"Padding": padding, "StrideH": 2, "StrideW": 2, "DepthMultiplier": multiplier, "FusedActivationFunction": 3}
     return build(tensors, [Op("DEPTHWISE_CONV_2D", [0, 1, 2], [3], opts, "DepthwiseConv2DOptions")], [0], [3])
 
 
@@ -262,6 +265,8 @@ CASES: dict[str, Callable[[], bytes]] = {
     "conv_dilated_same": lambda: conv(2, 2, 0),
     "conv_dilated_valid": lambda: conv(2, 1, 1),
     "depthwise_multiplier": depthwise_multiplier,
+    "depthwise_multiplier_3_channels_same": lambda: depthwise_multiplier(3, 2, padding=0),
+    "depthwise_multiplier_5_channels_valid": lambda: depthwise_multiplier(5, 3, padding=1),
     "dense_4d_input": dense_4d,
 }
 # SPACE_TO_DEPTH needs even sizes; these take their own input
@@ -307,6 +312,23 @@ SHAPED = {
     ),
     "batch_matmul": (  # attention-style: both operands activations, batches broadcast
         [q((2, 3, 5, 8), 0.04, -7), q((1, 3, 8, 4), 0.05, 9), q((2, 3, 5, 4), 0.4, -3)],
+        Op("BATCH_MATMUL", [0, 1], [2], {}, "BatchMatMulOptions"),
+    ),
+    "mul_sub_scalar_constants": (  # MobileNetV2's preprocessing (TF Hub): x·2 − 1 on [0, 1]
+        [
+            q((1, 6, 5, 3), 0.003921568859368563, -128),
+            const(np.array(127, np.int8), 0.015748031437397003, 0),
+            q((1, 6, 5, 3), 0.007843137718737125, -128),
+            const(np.array(127, np.int8), 0.007874015718698502, 0),
+            q((1, 6, 5, 3), 0.007843137718737125, -1),
+        ],
+        [
+            Op("MUL", [0, 1], [2], {"FusedActivationFunction": 0}, "MulOptions"),
+            Op("SUB", [2, 3], [4], {"FusedActivationFunction": 0, "PotScaleInt16": True}, "SubOptions"),
+        ],
+    ),
+    "batch_matmul_column_blocks": (  # 19 columns: two register blocks of 8 and a rest of 3
+        [q((1, 3, 12), 0.04, -7), q((1, 12, 19), 0.05, 9), q((1, 3, 19), 0.3, 4)],
         Op("BATCH_MATMUL", [0, 1], [2], {}, "BatchMatMulOptions"),
     ),
     "batch_matmul_adjoint_const": (
@@ -477,3 +499,29 @@ def test_operator_is_bit_exact_with_litert(operator_report, case):
     assert row["Max Abs Error"] == 0
     # only the conversions where a float interface meets the integer model are float
     assert row["Float Ops"] == ("DEQUANTIZE×1, QUANTIZE×1" if case == "float_interface" else "none")
+
+
+def test_float_interface_rounds_ties_away_from_zero(integration_home: Path, tmp_path: Path):
+    """x / scale landing exactly on k + 0.5 (after float32 division that is not rare: MobileNetV2
+    from TF Hub hit it on every sample): TFLite rounds away from zero, C's nearbyint to even."""
+    from mlonmcu import api
+
+    scale = 0.0625  # a power of two: x / scale is exact
+    ties = (np.arange(-40, 40, dtype=np.float32) + np.float32(0.5)) * np.float32(scale)
+    model = tmp_path / "ties"
+    (model / "input").mkdir(parents=True)
+    ties.astype(np.float32).tofile(model / "input" / "0.bin")
+    tensors = [Tensor((1, 80), "float32", name="in"), q((1, 80), scale, 0), Tensor((1, 80), "float32", name="out")]
+    (model / "ties.tflite").write_bytes(
+        build(tensors, [Op("QUANTIZE", [0], [1]), Op("DEQUANTIZE", [1], [2])], [0], [2])
+    )
+    result = api.flow(
+        [str(model / "ties.tflite")],
+        home=integration_home,
+        backends=["tvmaot"],
+        targets=["host_x86"],
+        features=["validate"],
+    )
+    row = result.report.iloc[0]
+    assert not row["Failing"], row["Reason"]
+    assert row["Validation"] == "pass" and row["Max Abs Error"] == 0, row["Validation Detail"]

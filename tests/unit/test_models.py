@@ -127,3 +127,20 @@ def test_only_an_unparsable_flatbuffer_is_called_corrupt(tmp_path):
     path.write_bytes(data[: len(data) // 3])
     with pytest.raises(ModelError, match="corrupt TFLite model"):
         TfliteFrontend().describe(path)
+
+
+def test_broken_quantization_is_named_before_any_backend_tries(tmp_path):
+    """A dense layer whose weights got scale inf (catdog2 of the public mlonmcu-models): LiteRT
+    and TFLM refuse it at Prepare; both backends say which tensors and what to do."""
+    from tflite_builder import Op, build, const, q, write
+
+    from mlonmcu.models.tflite_graph import read_graph, unrunnable_message
+
+    weights = const(np.ones((4, 8), np.int8), float("inf"), 0)
+    tensors = [q((1, 8), 0.05, 0), weights, q((1, 4), 0.1, 0)]
+    model = write(tmp_path, "broken", build(tensors, [Op("FULLY_CONNECTED", [0, 1], [2])], [0], [2]))
+    message = unrunnable_message(read_graph(model), "tvmaot")
+    assert message.startswith("broken has broken quantization: tensor(s) 't1' (scale inf)")
+    assert "re-convert the model" in message
+    fine = write(tmp_path, "fine", build([q((1, 8), 0.05, 0), q((1, 8), 0.05, 0)], [Op("RELU", [0], [1])], [0], [1]))
+    assert unrunnable_message(read_graph(fine), "tvmaot") == ""

@@ -14,7 +14,7 @@ from mlonmcu.backends.tflm.tree import CORE_OPTIMIZATION, CXX_FLAGS, DEFINITIONS
 from mlonmcu.config import Option
 from mlonmcu.contracts import BuildResult, LibrarySpec, ModelInfo, SourceGroup
 from mlonmcu.errors import StageError
-from mlonmcu.models.tflite_graph import hybrid_message, read_graph
+from mlonmcu.models.tflite_graph import read_graph, unrunnable_message
 from mlonmcu.platforms.templates import c_byte_lines, render
 
 PROBE_DEFAULT_ARENA = 1 << 20
@@ -48,7 +48,7 @@ class TflmiBackend(Backend):
         return TflmTree(Path(tflm.location), Path(flatbuffers.location), Path(gemmlowp.location), commits)
 
     def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> BuildResult:
-        hybrid = hybrid_message(read_graph(model_path), "TFLite Micro")
+        hybrid = unrunnable_message(read_graph(model_path), "TFLite Micro")
         if hybrid:  # TFLM would fail later, sizing the arena, without saying why
             raise StageError(hybrid)
         tree = self.tree()

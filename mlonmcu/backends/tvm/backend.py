@@ -22,7 +22,7 @@ from mlonmcu.backends.tvm.schedule import schedule_for_mcu
 from mlonmcu.config import Option
 from mlonmcu.contracts import BuildResult, ModelInfo, encode
 from mlonmcu.errors import StageError
-from mlonmcu.models.tflite_graph import TfliteGraph, hybrid_message, read_graph
+from mlonmcu.models.tflite_graph import TfliteGraph, read_graph, unrunnable_message
 
 logger = logging.getLogger("mlonmcu.tvmaot")
 
@@ -111,7 +111,7 @@ class TvmAotBackend(Backend):
         choice = self.opt("importer")
         importer = "relax"
         graph = graph or read_graph(path)
-        hybrid = hybrid_message(graph, "tvmaot")
+        hybrid = unrunnable_message(graph, "tvmaot")
         if hybrid:
             raise StageError(hybrid)
         if self.opt("quant") == "integer" and choice != "relax" and _integer(graph):

@@ -288,14 +288,17 @@ class DirectBuilder:
             wide=wide,
             act=(out.act_min, out.act_max),
             depthwise=hwio.ndim == 3,
+            block=self.schedule.conv_block,
         )
         if pairs is None:
             pairs = per_channel_multipliers(x.scalar_scale, weights.scale, out.scale)
         pairs = conv16.wide_multipliers(pairs) if wide else pairs
-        args = [value, hwio, values.astype(np.int64 if wide else np.int32).reshape(-1), pairs]
-        return Lowered(None, op.op, conv16.conv16_kernel(spec), args, out_shape, dtype="int16")
+        packed = conv16.pack_conv16(spec, hwio, values.astype(np.int64 if wide else np.int32).reshape(-1), pairs)
+        return Lowered(None, op.op, conv16.conv16_kernel(spec), [value, *packed], out_shape, dtype="int16")
 
     def _conv(self, op: Operator) -> Any:
+        from tvm import relax
+
         x_tensor, x = self.activation(op, 0, dtypes=_WIDE)
         weights = self.int8(op, self.graph.input(op, 1), "filter")
         if weights.data is None:
@@ -321,6 +324,14 @@ class DirectBuilder:
             hwio = np.transpose(weights.data, (1, 2, 0, 3))  # [1, KH, KW, M] → [KH, KW, 1, M]
         elif int(opts.get("DepthMultiplier", 1)) == 1 and weights.shape[3] == in_shape[3]:
             hwio = weights.data[0]  # [KH, KW, C]
+        elif weights.shape[3] % in_shape[3] == 0:
+            # output channel c·M + m reads input channel c: each input channel repeated M times (a
+            # copy of the input), then a depthwise convolution with multiplier 1
+            repeats = weights.shape[3] // in_shape[3]
+            value = self.builder.emit(relax.op.repeat(x.value, repeats, axis=3))
+            x = dataclasses.replace(x, value=value)
+            in_shape = (*in_shape[:3], weights.shape[3])
+            hwio = weights.data[0]
         else:
             raise NotCovered(op, f"depth multiplier {opts.get('DepthMultiplier')} on {in_shape[3]} input channels")
         kernel_h, kernel_w = int(hwio.shape[0]), int(hwio.shape[1])
@@ -495,6 +506,7 @@ class DirectBuilder:
             rhs_zero=rhs.scalar_zero_point,
             out_zero=out.scalar_zero_point,
             multiplier=matmul.batch_multiplier(lhs.scalar_scale, rhs.scalar_scale, out.scalar_scale),
+            block=self.schedule.dense_block,
         )
         kernel = matmul.batch_matmul_kernel(spec)
         return self.call(Lowered(None, op.op, kernel, [self.operand(lhs), self.operand(rhs)], out.shape))
@@ -736,12 +748,11 @@ class DirectBuilder:
             raise NotCovered(op, f"{source.dtype} → {self.graph.output(op).dtype} inside the model")
         name = self.name("dequantize" if to_float else "quantize")
         shape = self.graph.output(op).shape
-        kernel = elementwise.interface_kernel(
-            name, shape, integer.scalar_scale, integer.scalar_zero_point, to_float, "int8"
-        )
+        kernel = elementwise.interface_kernel(name, shape, integer.scalar_zero_point, to_float, "int8")
         self.report.float_ops[op.op] += 1  # float arithmetic, at the model's boundary
+        scale = np.array([integer.scalar_scale], np.float32)
         lowered = Lowered(
-            None, op.op, kernel, [self.values[source.index]], shape, dtype="float32" if to_float else "int8"
+            None, op.op, kernel, [self.values[source.index], scale], shape, dtype="float32" if to_float else "int8"
         )
         return self.call(lowered, integer=False)
 

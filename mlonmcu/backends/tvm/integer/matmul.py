@@ -14,7 +14,16 @@ from typing import Any
 import numpy as np
 
 from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier
-from mlonmcu.backends.tvm.integer.tir import accumulators, clamp, flat_view, i32, prim_func, root_block, store_int8
+from mlonmcu.backends.tvm.integer.tir import (
+    accumulators,
+    clamp,
+    flat_view,
+    i32,
+    local,
+    prim_func,
+    root_block,
+    store_int8,
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,7 @@ class MatmulSpec:
     rhs_zero: int
     out_zero: int
     multiplier: tuple[int, int]
+    block: int = 8  # B: output columns per register block
 
 
 def batch_multiplier(lhs_scale: float, rhs_scale: float, out_scale: float) -> tuple[int, int]:
@@ -67,7 +77,7 @@ def batch_matmul_kernel(spec: MatmulSpec) -> Any:
             lhs, rhs, out = (
                 flat_view(a, s) for a, s in zip(args, (spec.lhs_shape, spec.rhs_shape, spec.out_shape), strict=True)
             )
-            acc = accumulators(1)
+            acc = accumulators(spec.block + 1)
             with ExitStack() as loops:
                 axes = [loops.enter_context(T.serial(0, d)) for d in batch]
                 l_base = sum(
@@ -82,13 +92,31 @@ def batch_matmul_kernel(spec: MatmulSpec) -> Any:
                     (v * s for v, s in zip(axes, _batch_strides(spec.out_shape, batch), strict=True) if s),
                     tirx.const(0, "int32"),
                 )
-                with T.serial(0, rows) as i, T.serial(0, cols) as j:
-                    T.buffer_store(acc, tirx.const(0, "int32"), [0])
+
+                def column_block(i: Any, j0: Any, width: int) -> None:
+                    """`width` output columns at once: each LHS load feeds `width` MACs; the RHS
+                    zero point is taken out once per block, via the sum of the LHS row."""
+                    for w in range(width + 1):
+                        T.buffer_store(acc, tirx.const(0, "int32"), [w])
                     with T.serial(0, depth) as k:
                         l_at = l_base + (k * l_cols + i if spec.adj_x else i * l_cols + k)
-                        r_at = r_base + (j * r_cols + k if spec.adj_y else k * r_cols + j)
-                        product = (i32(lhs[l_at]) - spec.lhs_zero) * (i32(rhs[r_at]) - spec.rhs_zero)
-                        T.buffer_store(acc, acc[0] + product, [0])
-                    scaled = multiply_by_constant(acc[0], *spec.multiplier) + spec.out_zero
-                    store_int8(out, clamp(scaled, -128, 127), [o_base + i * cols + j])
+                        lv = T.bind(i32(lhs[l_at]) - spec.lhs_zero)
+                        if spec.rhs_zero:
+                            T.buffer_store(acc, acc[width] + lv, [width])
+                        for w in range(width):
+                            j = j0 + w
+                            r_at = r_base + (j * r_cols + k if spec.adj_y else k * r_cols + j)
+                            T.buffer_store(acc, acc[w] + lv * i32(rhs[r_at]), [w])
+                    for w in range(width):
+                        total = acc[w] - acc[width] * spec.rhs_zero if spec.rhs_zero else acc[w]
+                        scaled = multiply_by_constant(local(total, "int32"), *spec.multiplier) + spec.out_zero
+                        store_int8(out, clamp(scaled, -128, 127), [o_base + i * cols + j0 + w])
+
+                full, rest = divmod(cols, spec.block)
+                with T.serial(0, rows) as i:
+                    if full:
+                        with T.serial(0, full) as jb:
+                            column_block(i, jb * spec.block, spec.block)
+                    if rest:
+                        column_block(i, tirx.const(full * spec.block, "int32"), rest)
     return ib.get()

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mlonmcu.backends.tvm.integer.conv import pack_channels
+from mlonmcu.backends.tvm.integer.dense import pack_dense_weights
 from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier
 from mlonmcu.backends.tvm.integer.lut16 import SIGMOID_TABLE, log2_rounded, sigmoid16, tanh16
 from mlonmcu.backends.tvm.integer.patterns import ACTIVATION_NAMES, INT16_MAX, INT16_MIN, LIMITS, Lowered
@@ -57,6 +59,7 @@ class SvdfSpec:
     feature: tuple[int, int]  # input × feature weights → state: (multiplier, shift)
     output: tuple[int, int]  # state × time weights → output
     bias: bool
+    block: int = 8  # B: filters per register block of the feature FC
 
     @property
     def units(self) -> int:
@@ -75,8 +78,9 @@ def svdf_multipliers(
 
 def svdf_kernel(spec: SvdfSpec) -> Any:
     """Shift the state by one step, write the new feature column (clamped to the state type, plus
-    its zero point, wrapping to the state type as TFLM's store does), then per unit: bias + the
-    rank's filters' dot products with the time weights, requantized to int8. TFLM's integer SVDF
+    its zero point, wrapping to the state type as TFLM's store does; the feature FC register-
+    blocked over B filters, weights packed [F/B][I][B]), then per unit: bias + the rank's
+    filters' dot products with the time weights, requantized to int8. TFLM's integer SVDF
     applies no fused activation; neither does this."""
     from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
@@ -86,24 +90,36 @@ def svdf_kernel(spec: SvdfSpec) -> Any:
     dtype = spec.state_dtype
     low, high = LIMITS[dtype]
     macs = b_ * f_ * (i_ + m_)
+    block = spec.block
+    blocks = -(-f_ // block)
     with IRBuilder() as ib, prim_func(spec.name, ["SVDF"], macs):
         x = T.arg("x", T.Buffer((b_, i_), "int8"))
-        feature = T.arg("feature", T.Buffer((f_, i_), "int8"))
+        feature = T.arg("feature", T.Buffer((blocks, i_, block), "int8"))
         time = T.arg("time", T.Buffer((f_, m_), dtype))
         bias = T.arg("bias", T.Buffer((u_,), "int32")) if spec.bias else None
         state_arg = T.arg("state", T.Buffer((b_, f_ * m_), dtype))
         y = T.arg("y", T.Buffer((b_, u_), "int8"))
         with root_block():
             state = flat_view(state_arg, (b_, f_ * m_), dtype)
-            acc = accumulators(1)
+            acc = accumulators(block)
             with T.serial(0, b_ * f_ * m_ - 1) as i:
                 T.buffer_store(state, state[i + 1], [i])
-            with T.serial(0, b_) as b, T.serial(0, f_) as f:
-                T.buffer_store(acc, 0, [0])
+            with T.serial(0, b_) as b, T.serial(0, blocks) as fb:
+                for j in range(block):
+                    T.buffer_store(acc, 0, [j])
                 with T.serial(0, i_) as c:
-                    T.buffer_store(acc, acc[0] + i32(feature[f, c]) * (i32(x[b, c]) - spec.input_zero), [0])
-                value = clamp(multiply_by_constant(local(acc[0], "int32"), *spec.feature), low, high)
-                T.buffer_store(state, tirx.Cast(dtype, value + spec.state_zero), [(b * f_ + f) * m_ + m_ - 1])
+                    xv = T.bind(i32(x[b, c]) - spec.input_zero)
+                    for j in range(block):
+                        T.buffer_store(acc, acc[j] + xv * i32(feature[fb, c, j]), [j])
+                for j in range(block):
+                    f = fb * block + j
+                    value = clamp(multiply_by_constant(local(acc[j], "int32"), *spec.feature), low, high)
+                    at = [(b * f_ + f) * m_ + m_ - 1]
+                    if f_ % block:
+                        with T.If(f < f_), T.Then():
+                            T.buffer_store(state, tirx.Cast(dtype, value + spec.state_zero), at)
+                    else:
+                        T.buffer_store(state, tirx.Cast(dtype, value + spec.state_zero), at)
             with T.serial(0, b_) as b, T.serial(0, u_) as u:
                 T.buffer_store(acc, bias[u] if bias is not None else 0, [0])
                 with T.serial(0, spec.rank) as r, T.serial(0, m_) as m:
@@ -144,6 +160,7 @@ class LstmSpec:
     hidden_multiplier: tuple[int, int]  # output gate × tanh(cell) → hidden (int8)
     cell_power: int  # log2 of the cell state's scale
     cell_clip: int  # 0: no clipping
+    block: int = 8  # B: units per register block of the gate FCs
 
 
 def fc_multiplier(input_scale: float, weight_scale: float, output_scale: float) -> tuple[int, int]:
@@ -167,14 +184,18 @@ def lstm_kernel(spec: LstmSpec) -> Any:
     """Per batch and time step, as TFLM's LstmStep: the four gates from the previous hidden state
     (int8 FCs into int16 Q3.12, saturating add, sigmoid or tanh into Q0.15), then the cell
     (forget·cell + input·cell gate, saturated, clipped) and the hidden state (output gate ·
-    tanh(cell) into int8), which is also the step's output. Arguments: x, per gate its input
-    weights, recurrent weights and bias, the table, the hidden and cell states (updated in
-    place), y."""
+    tanh(cell) into int8), which is also the step's output. The gate FCs are register-blocked like
+    dense (B units at once, weights packed [S/B][K][B], so each input load feeds B MACs); the
+    input part is requantized before the recurrent part accumulates, so B accumulators suffice.
+    Arguments: x, per gate its packed input and recurrent weights and padded bias, the table, the
+    hidden and cell states (updated in place), y."""
     from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
     b_, t_, i_, s_ = spec.batch, spec.steps, spec.inputs, spec.units
+    block = spec.block
+    blocks = -(-s_ // block)
     macs = b_ * t_ * 4 * s_ * (i_ + s_)
     cell_tanh = lstm_tanh_scaling(spec.cell_power)
     with IRBuilder() as ib, prim_func(spec.name, ["UNIDIRECTIONAL_SEQUENCE_LSTM"], macs):
@@ -183,9 +204,9 @@ def lstm_kernel(spec: LstmSpec) -> Any:
         for g in range(4):
             weights.append(
                 (
-                    T.arg(f"w{g}", T.Buffer((s_, i_), "int8")),
-                    T.arg(f"r{g}", T.Buffer((s_, s_), "int8")),
-                    T.arg(f"bias{g}", T.Buffer((s_,), "int32")),
+                    T.arg(f"w{g}", T.Buffer((blocks, i_, block), "int8")),
+                    T.arg(f"r{g}", T.Buffer((blocks, s_, block), "int8")),
+                    T.arg(f"bias{g}", T.Buffer((blocks * block,), "int32")),
                 )
             )
         table = T.arg("table", T.Buffer((256,), "int32"))
@@ -194,28 +215,37 @@ def lstm_kernel(spec: LstmSpec) -> Any:
         y_arg = T.arg("y", T.Buffer(spec.y_shape, "int8"))
         with root_block():
             x, y = flat_view(x_arg, spec.x_shape), flat_view(y_arg, spec.y_shape)
-            acc = accumulators(2)
-            gates = T.sblock_alloc_buffer((4, s_), "int16")
+            acc = accumulators(block)
+            gates = T.sblock_alloc_buffer((4, blocks * block), "int16")
             with T.serial(0, b_) as b, T.serial(0, t_) as t:
                 for g, (gate, (w, r, bias)) in enumerate(zip(spec.gates, weights, strict=True)):
-                    with T.serial(0, s_) as s:
-                        T.buffer_store(acc, bias[s], [0])
+                    with T.serial(0, blocks) as ob:
+                        for j in range(block):
+                            T.buffer_store(acc, bias[ob * block + j], [j])
                         with T.serial(0, i_) as c:
+                            xv = T.bind(i32(x[(b * t_ + t) * i_ + c]) - spec.input_zero)
+                            for j in range(block):
+                                T.buffer_store(acc, acc[j] + xv * i32(w[ob, c, j]), [j])
+                        for j in range(block):
+                            part = multiply_by_constant(local(acc[j], "int32"), *gate.input_multiplier)
                             T.buffer_store(
-                                acc, acc[0] + i32(w[s, c]) * (i32(x[(b * t_ + t) * i_ + c]) - spec.input_zero), [0]
+                                gates, tirx.Cast("int16", clamp(part, INT16_MIN, INT16_MAX)), [g, ob * block + j]
                             )
-                        T.buffer_store(acc, 0, [1])
+                            T.buffer_store(acc, 0, [j])
                         with T.serial(0, s_) as c:
-                            T.buffer_store(acc, acc[1] + i32(r[s, c]) * (i32(hidden[b, c]) - spec.hidden_zero), [1])
-                        from_input = clamp(
-                            multiply_by_constant(local(acc[0], "int32"), *gate.input_multiplier), INT16_MIN, INT16_MAX
-                        )
-                        from_state = clamp(
-                            multiply_by_constant(local(acc[1], "int32"), *gate.recurrent_multiplier),
-                            INT16_MIN,
-                            INT16_MAX,
-                        )
-                        summed = local(clamp(from_input + from_state, INT16_MIN, INT16_MAX), "int32")
+                            hv = T.bind(i32(hidden[b, c]) - spec.hidden_zero)
+                            for j in range(block):
+                                T.buffer_store(acc, acc[j] + hv * i32(r[ob, c, j]), [j])
+                        for j in range(block):
+                            part = clamp(
+                                multiply_by_constant(local(acc[j], "int32"), *gate.recurrent_multiplier),
+                                INT16_MIN,
+                                INT16_MAX,
+                            )
+                            summed = clamp(i32(gates[g, ob * block + j]) + part, INT16_MIN, INT16_MAX)
+                            T.buffer_store(gates, tirx.Cast("int16", summed), [g, ob * block + j])
+                    with T.serial(0, s_) as s:
+                        summed = local(i32(gates[g, s]), "int32")
                         active = (
                             tanh16(summed, GATE_TANH, table) if gate.tanh else sigmoid16(summed, GATE_SIGMOID, table)
                         )
@@ -278,8 +308,10 @@ def svdf(b: DirectBuilder, op: Operator) -> Any:
         feature=feature_scale,
         output=output_scale,
         bias=bias is not None,
+        block=b.schedule.dense_block,
     )
-    args = [x.value, feature.data, time.data, *([bias.data] if bias is not None else []), b.values[state.index]]
+    packed = pack_dense_weights(feature.data, spec.block).reshape(-1, inputs, spec.block)
+    args = [x.value, packed, time.data, *([bias.data] if bias is not None else []), b.values[state.index]]
     return b.call(Lowered(None, op.op, svdf_kernel(spec), args, out_tensor.shape))
 
 
@@ -343,10 +375,16 @@ def lstm(b: DirectBuilder, op: Operator) -> Any:
         hidden_multiplier=mul_multiplier(gate_out, gate_out, float(np.float32(hidden.scalar_scale))),
         cell_power=power,
         cell_clip=clip,
+        block=b.schedule.dense_block,
     )
     args: list[Any] = [x.value]
+    blocks = -(-units // spec.block)
     for gate in gates:
-        args += [gate.input_weights, gate.recurrent_weights, gate.bias]
+        args += [
+            pack_dense_weights(gate.input_weights, spec.block).reshape(blocks, inputs, spec.block),
+            pack_dense_weights(gate.recurrent_weights, spec.block).reshape(blocks, units, spec.block),
+            pack_channels(gate.bias, spec.block),
+        ]
     args += [np.array(SIGMOID_TABLE, np.int32), b.values[hidden.index], b.values[cell.index]]
     return b.call(Lowered(None, op.op, lstm_kernel(spec), args, out_tensor.shape))
 
