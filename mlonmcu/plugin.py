@@ -41,7 +41,11 @@ class Plugin:
         """Where a required component is (an executable or a directory)."""
         return self.components[component].location
 
-    @classmethod
-    def versions(cls, components: Mapping[str, Installed]) -> dict[str, str]:
+    def used_components(self) -> tuple[str, ...]:
+        """The components this plugin reads with its settings (a plugin whose options pick among
+        optional components narrows this)."""
+        return (*self.requires, *self.optional)
+
+    def versions(self, components: Mapping[str, Installed]) -> dict[str, str]:
         """The versions of the components this plugin reads: part of its stages' cache keys."""
-        return {c: components[c].version if c in components else "absent" for c in (*cls.requires, *cls.optional)}
+        return {c: components[c].version if c in components else "absent" for c in self.used_components()}

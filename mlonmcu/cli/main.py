@@ -120,10 +120,11 @@ def setup(
 ) -> None:
     """Install components (default: everything the environment needs). Idempotent.
 
-    Git components (tflm, flatbuffers, gemmlowp) are cloned shallow from their official
-    repositories at pinned refs, or from what --source names; MLONMCU_<NAME>_SRC (e.g.
-    MLONMCU_TFLM_SRC=/srv/mirrors/tflite-micro) acts like --source for that component.
-    A local work tree given without @REF is used as it is (deps/NAME links to it).
+    Git components (tflm with flatbuffers and gemmlowp; cmsis_nn with cmsis) are cloned
+    shallow from their official repositories at pinned refs, or from what --source names;
+    MLONMCU_<NAME>_SRC (e.g. MLONMCU_TFLM_SRC=/srv/mirrors/tflite-micro) acts like --source
+    for that component. A local work tree given without @REF is used as it is (deps/NAME
+    links to it).
     """
     from mlonmcu.cli.output import console, print_frame
     from mlonmcu.setup import installer

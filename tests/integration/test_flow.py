@@ -191,24 +191,34 @@ def test_a_hybrid_model_is_named_as_such(integration_home, mlonmcu, tmp_path):
     assert "hybrid (dynamic-range) quantized model: FULLY_CONNECTED" in reason and "full integer" in reason
 
 
-def test_float_dense_over_one_input_is_right(integration_home, mlonmcu, tmp_path):
-    """A matmul with K = 1 (hello_world's first layer): TVM's reverse_compute_inline put the
-    fused bias and relu into the reduction's init too, and the outputs were wrong."""
+@pytest.mark.parametrize(
+    ("in_shape", "units", "activation"),
+    [
+        # a matmul with K = 1 (hello_world's first layer): TVM's reverse_compute_inline put the
+        # fused bias and relu into the reduction's init too, and the outputs were wrong
+        ((1, 1), 16, 1),
+        # TFLite's FULLY_CONNECTED reads a [1, 3, 2, 4] input as [1, 24] (magic_wand, MNIST
+        # models after a pooling layer); TVM's importer multiplied it as it is and refused it
+        ((1, 3, 2, 4), 5, 0),
+    ],
+)
+def test_float_dense_is_right(integration_home, mlonmcu, tmp_path, in_shape, units, activation):
     import numpy as np
     from tflite_builder import Op, Tensor, build, const, write
 
     rng = np.random.default_rng(3)
+    inputs = int(np.prod(in_shape[1:]))
     tensors = [
-        Tensor((1, 1), "float32"),
-        const(rng.normal(size=(16, 1)).astype(np.float32)),
-        const(rng.normal(size=16).astype(np.float32)),
-        Tensor((1, 16), "float32"),
+        Tensor(in_shape, "float32"),
+        const(rng.normal(size=(units, inputs)).astype(np.float32)),
+        const(rng.normal(size=units).astype(np.float32)),
+        Tensor((1, units), "float32"),
     ]
-    fc = Op("FULLY_CONNECTED", [0, 1, 2], [3], {"FusedActivationFunction": 1}, "FullyConnectedOptions")
-    model = write(tmp_path, "dense_k1", build(tensors, [fc], [0], [3]))
+    fc = Op("FULLY_CONNECTED", [0, 1, 2], [3], {"FusedActivationFunction": activation}, "FullyConnectedOptions")
+    model = write(tmp_path, "dense", build(tensors, [fc], [0], [3]))
     code, output = mlonmcu(
         "flow", "run", model, "-b", "tvmaot", "-t", "host_x86", "-f", "validate", "-H", integration_home
     )
     assert code == 0, output
     row = report(integration_home).iloc[0]
-    assert row["Validation"] == "pass" and row["Max Abs Error"] < 1e-6, row["Validation Detail"]
+    assert row["Validation"] == "pass" and row["Max Abs Error"] < 1e-5, row["Validation Detail"]

@@ -22,6 +22,7 @@ from mlonmcu.setup import installer
 pytestmark = [pytest.mark.integration, pytest.mark.tflm]
 
 GIT_COMPONENTS = ("tflm", "flatbuffers", "gemmlowp")
+CMSIS_COMPONENTS = ("cmsis_nn", "cmsis")
 BUNDLED = Path(__file__).resolve().parents[2] / "resources" / "models"
 
 
@@ -32,6 +33,18 @@ def report(home: Path) -> pd.DataFrame:
 def compile_logs(home: Path) -> str:
     logs = (home / "sessions" / "latest" / "runs").glob("*/logs/compile.log")
     return "\n".join(path.read_text() for path in logs)
+
+
+def installed_or_skip(home: Path, components: tuple[str, ...], reason: str) -> None:
+    """Install the git components (the first brings its companions) from MLONMCU_<NAME>_SRC
+    when set; skip with `reason` when they are still missing."""
+    env = Environment.load(home)
+    if installer.environment_sources().get(components[0]):
+        _, failed = installer.install(env, [components[0]])
+        assert not failed, f"setup of {components[0]} from MLONMCU_*_SRC failed: {failed}"
+    _, missing = installer.check(env, components)
+    if missing:
+        pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -45,21 +58,21 @@ def tflm_home(integration_home: Path, tmp_path_factory: pytest.TempPathFactory) 
         deps = root / "deps"
         deps.mkdir()
         for entry in installed.iterdir():  # the toolchains and simulators already set up
-            if entry.is_dir() and not entry.name.startswith(".") and entry.name not in GIT_COMPONENTS:
+            if (
+                entry.is_dir()
+                and not entry.name.startswith(".")
+                and entry.name not in GIT_COMPONENTS + CMSIS_COMPONENTS
+            ):
                 (deps / entry.name).symlink_to(entry)
     else:
         deps = installed
     home = make_home(root, backends=["tflmi", "tvmaot"], paths={"deps": str(deps)})
-    env = Environment.load(home)
-    if sources.get("tflm"):
-        _, failed = installer.install(env, ["tflm"])
-        assert not failed, f"setup of the TFLM sources from MLONMCU_*_SRC failed: {failed}"
-    _, missing = installer.check(env, GIT_COMPONENTS)
-    if missing:
-        pytest.skip(
-            "no TFLM source tree: set MLONMCU_TFLM_SRC, MLONMCU_FLATBUFFERS_SRC and MLONMCU_GEMMLOWP_SRC "
-            "to local checkouts or mirrors, or run `mlonmcu setup tflm --source tflm=PATH ...`"
-        )
+    installed_or_skip(
+        home,
+        GIT_COMPONENTS,
+        "no TFLM source tree: set MLONMCU_TFLM_SRC, MLONMCU_FLATBUFFERS_SRC and MLONMCU_GEMMLOWP_SRC "
+        "to local checkouts or mirrors, or run `mlonmcu setup tflm --source tflm=PATH ...`",
+    )
     libraries = resolve_home(None) / "cache" / "libraries"
     libraries.mkdir(parents=True, exist_ok=True)
     (home / "cache").mkdir(exist_ok=True)
@@ -209,6 +222,46 @@ def test_cortex_m_board_and_memory_overflow(tflm_home, mlonmcu):
     )
     reason = report(tflm_home).iloc[0]["Reason"]
     assert code == 1 and "does not fit" in reason and "ROM overflowed by" in reason
+
+
+@pytest.fixture(scope="session")
+def cmsis_home(tflm_home: Path) -> Path:
+    """tflm_home with CMSIS-NN and CMSIS_6 (from MLONMCU_CMSIS_NN_SRC / MLONMCU_CMSIS_SRC, or
+    as `mlonmcu setup cmsis_nn` installed them)."""
+    installed_or_skip(
+        tflm_home,
+        CMSIS_COMPONENTS,
+        "no CMSIS-NN source tree: set MLONMCU_CMSIS_NN_SRC and MLONMCU_CMSIS_SRC to local checkouts or "
+        "mirrors, or run `mlonmcu setup cmsis_nn --source cmsis_nn=PATH --source cmsis=PATH`",
+    )
+    return tflm_home
+
+
+@pytest.mark.slow
+def test_cmsis_nn_kernels_equal_the_reference_kernels(cmsis_home, mlonmcu):
+    """tflmi.kernels=cmsis_nn: SIMD on the M4 (DSP) and the M55 (MVE), portable C on RISC-V;
+    the outputs are the reference kernels' to the bit, in fewer instructions. The M55 build also
+    covers GCC 12's vcvtne trap in resize_nearest_neighbor.cc (reference kernels too)."""
+    targets = ["mps2_an386", "mps3_an547", "spike"]
+    code, output = mlonmcu(
+        "flow", "run", "kws_dscnn", "-b", "tflmi", *(a for t in targets for a in ("-t", t)), "-f", "validate",
+        "-c", "tflmi.kernels=reference", "-c", "tflmi.kernels=cmsis_nn", "-c", "validate.samples=2",
+        "-H", cmsis_home,
+    )  # fmt: skip
+    assert code == 0, output
+    frame = report(cmsis_home)
+    assert (frame.Validation == "pass").all() and (frame["Max Abs Error"] == 0).all(), output
+    kernels = frame.Config.str.extract(r"tflmi.kernels=(\w+)")[0]
+    for target in targets:
+        runs = frame[frame.Target == target].assign(kernels=kernels).set_index("kernels")
+        reference, optimized = (runs.loc[k] for k in ("reference", "cmsis_nn"))
+        assert all(
+            map(np.array_equal, outputs(cmsis_home, int(reference.Run)), outputs(cmsis_home, int(optimized.Run)))
+        )
+        speedup = reference["Run Instructions"] / optimized["Run Instructions"]
+        assert speedup > {"mps2_an386": 3.0, "mps3_an547": 10.0, "spike": 1.5}[target], (target, speedup)
+    logs = (cmsis_home / "sessions" / "latest" / "runs").glob("*/logs/build.log")
+    assert any("cmsis_nn kernels" in path.read_text() for path in logs)
 
 
 # TFLite Micro's own example and test models (in its source tree, not in this repository)

@@ -10,10 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from mlonmcu.backends.backend import Backend
-from mlonmcu.backends.tflm.tree import CORE_OPTIMIZATION, CXX_FLAGS, DEFINITIONS, KERNEL_OPTIMIZATION, TflmTree
+from mlonmcu.backends.tflm import cmsis_nn
+from mlonmcu.backends.tflm.tree import CORE_OPTIMIZATION, CXX_FLAGS, DEFINITIONS, TflmTree
 from mlonmcu.config import Option
-from mlonmcu.contracts import BuildResult, LibrarySpec, ModelInfo, SourceGroup
+from mlonmcu.contracts import BuildResult, LibrarySpec, ModelInfo
 from mlonmcu.errors import StageError
+from mlonmcu.hashing import value_hash
 from mlonmcu.models.tflite_graph import read_graph, unrunnable_message
 from mlonmcu.platforms.templates import c_byte_lines, render
 
@@ -29,7 +31,7 @@ STATUS_MESSAGES = {
 class TflmiBackend(Backend):
     name = "tflmi"
     framework = "tflm"
-    help = "TensorFlow Lite Micro interpreter (reference kernels), the model compiled into the firmware"
+    help = "TensorFlow Lite Micro interpreter (reference or CMSIS-NN kernels), the model compiled into the firmware"
     options = (
         Option(
             "arena_size",
@@ -39,8 +41,32 @@ class TflmiBackend(Backend):
             min=0,
             max=1 << 30,
         ),
+        Option(
+            "kernels",
+            str,
+            "reference",
+            "TFLM's kernels: reference, or cmsis_nn (TFLM's CMSIS-NN kernels: SIMD on Cortex-M4/M7/M33/M55, "
+            "portable C elsewhere; `mlonmcu setup cmsis_nn`)",
+            choices=("reference", "cmsis_nn"),
+        ),
     )
     requires = ("tflm", "flatbuffers", "gemmlowp")
+    optional = ("cmsis_nn", "cmsis")  # with tflmi.kernels=cmsis_nn
+
+    def used_components(self) -> tuple[str, ...]:
+        """CMSIS-NN's commits key only the runs that use it: installing it changes no other run."""
+        return self.requires + (self.optional if self.opt("kernels") == "cmsis_nn" else ())
+
+    def cmsis_nn(self) -> cmsis_nn.CmsisNn:
+        absent = [c for c in self.optional if c not in self.components]
+        if absent:
+            raise StageError(
+                f"tflmi.kernels=cmsis_nn needs component(s) {', '.join(absent)}: run `mlonmcu setup cmsis_nn` "
+                "(offline: --source cmsis_nn=PATH_OR_URL[@REF] --source cmsis=PATH_OR_URL[@REF])"
+            )
+        library, core = (self.components[c] for c in self.optional)
+        commits = (library.version.split()[0], core.version.split()[0])
+        return cmsis_nn.CmsisNn(Path(library.location), Path(core.location), commits)
 
     def tree(self) -> TflmTree:
         tflm, flatbuffers, gemmlowp = (self.components[c] for c in self.requires)
@@ -48,9 +74,9 @@ class TflmiBackend(Backend):
         return TflmTree(Path(tflm.location), Path(flatbuffers.location), Path(gemmlowp.location), commits)
 
     def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> BuildResult:
-        hybrid = unrunnable_message(read_graph(model_path), "TFLite Micro")
-        if hybrid:  # TFLM would fail later, sizing the arena, without saying why
-            raise StageError(hybrid)
+        problem = unrunnable_message(read_graph(model_path), "TFLite Micro")
+        if problem:  # TFLM would fail later, sizing the arena, without saying why
+            raise StageError(problem)
         tree = self.tree()
         methods = tree.resolver_methods
         missing = [op for op in info.operators if op not in methods]
@@ -72,29 +98,39 @@ class TflmiBackend(Backend):
         render("tflmi/cxx_support.cc", out / "cxx_support.cc")
         headers = tree.third_party_headers(self.cache_dir)
         sources = tree.sources
-        include_dirs = tuple(tree.include_dirs(headers))
+        include_dirs = tree.include_dirs(headers)
+        definitions: tuple[str, ...] = DEFINITIONS
+        libraries: list[LibrarySpec] = []
+        if self.opt("kernels") == "cmsis_nn":
+            kernels = self.cmsis_nn()
+            sources = kernels.replace_kernels(tree.root, sources)
+            include_dirs += kernels.include_dirs
+            definitions += cmsis_nn.DEFINITIONS
+            libraries.append(kernels.library())
         library = LibrarySpec(
             name="tflm",
             root=str(tree.root),
-            identity=tree.identity,
+            identity=value_hash([tree.identity, sources]),
             sources=tuple(sources),
-            include_dirs=include_dirs,
-            definitions=DEFINITIONS,
+            include_dirs=tuple(include_dirs),
+            definitions=definitions,
             compile_flags=(CORE_OPTIMIZATION,),
             cxx_flags=CXX_FLAGS,
-            source_options=(SourceGroup(tuple(s for s in sources if tree.is_kernel(s)), (KERNEL_OPTIMIZATION,)),),
+            source_options=tree.source_options(sources),
         )
         requested = int(self.opt("arena_size"))
-        log.write_text(f"TFLM {tree.commits[0]}; operators: {', '.join(info.operators)}\n")
+        log.write_text(
+            f"TFLM {tree.commits[0]}, {self.opt('kernels')} kernels; operators: {', '.join(info.operators)}\n"
+        )
         return BuildResult(
             model=model_path.stem,
             backend=self.name,
             sources=("model.cc", "cxx_support.cc"),
-            include_dirs=include_dirs,
+            include_dirs=tuple(include_dirs),
             languages=("CXX",),
             cxx_flags=CXX_FLAGS,
-            definitions=DEFINITIONS,
-            static_libraries=(library,),
+            definitions=definitions,
+            static_libraries=(library, *libraries),
             arena_size=requested or None,
             arena_request=requested,
             status_messages=STATUS_MESSAGES,

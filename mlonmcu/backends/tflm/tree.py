@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from mlonmcu.contracts import SourceGroup
 from mlonmcu.data import templates_dir
 from mlonmcu.entry import Entry
 from mlonmcu.errors import StageError
@@ -35,6 +36,11 @@ RESOLVER_HEADER = "tensorflow/lite/micro/micro_mutable_op_resolver.h"
 # TFLM's own build: core -Os, kernels -O2 (an all--Os library runs several times slower)
 CORE_OPTIMIZATION = "-Os"
 KERNEL_OPTIMIZATION = "-O2"
+# GCC 12 with -mcpu=cortex-m55 if-converts a float conversion of this kernel into an
+# IT-predicated vcvtne.f32.s32 that gas rejects in MVE mode; both passes off (the first alone
+# is not enough), on every target, so that one library recipe serves all
+NO_IF_CONVERSION = ("-fno-if-conversion", "-fno-if-conversion2")
+IF_CONVERSION_VICTIMS = ("/resize_nearest_neighbor.cc",)
 CXX_FLAGS = (
     "-std=c++17",
     "-fno-rtti",
@@ -78,6 +84,15 @@ class TflmTree:
 
     def is_kernel(self, source: str) -> bool:
         return source.startswith(f"{MICRO}/{KERNEL_DIR}/")
+
+    def source_options(self, sources: list[str]) -> tuple[SourceGroup, ...]:
+        """Kernels at -O2; the ones GCC miscompiles for M55 without if-conversion."""
+        kernels = [s for s in sources if self.is_kernel(s)]
+        victims = tuple(s for s in kernels if s.endswith(IF_CONVERSION_VICTIMS))
+        return (
+            SourceGroup(tuple(s for s in kernels if s not in victims), (KERNEL_OPTIMIZATION,)),
+            SourceGroup(victims, (KERNEL_OPTIMIZATION, *NO_IF_CONVERSION)),
+        )
 
     @property
     def identity(self) -> str:

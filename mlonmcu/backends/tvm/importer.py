@@ -1,7 +1,15 @@
-"""TFLite → Relax with TVM's importer; its rejections become one-line run failures."""
+"""TFLite → Relax with TVM's importer; its rejections become one-line run failures.
+
+One importer defect is mended while it runs: TFLite's FULLY_CONNECTED flattens an input of any
+rank to [-1, inputs] (unless keep_num_dims), TVM 0.27 multiplies the input as it is and fails
+("Matmul requires the reduction length ... to be equal") on float models whose FC follows a
+pooling layer without a RESHAPE (magic_wand, several MNIST models).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +23,45 @@ def import_tflite(path: Path) -> Any:
     buf = path.read_bytes()
     try:
         model = tflite.Model.GetRootAsModel(buf, 0)
-        return from_tflite(model)
+        with _flattening_fully_connected():
+            return from_tflite(model)
     except Exception as err:  # OpNotImplemented, TVMError, ValueError...: all mean "TVM cannot import"
         raise StageError(f"TVM cannot import {path.name}: {first_line(err)}") from None
+
+
+@contextmanager
+def _flattening_fully_connected() -> Iterator[None]:
+    """While importing: FULLY_CONNECTED sees its activation input reshaped to [-1, inputs]."""
+    from tflite.FullyConnectedOptions import FullyConnectedOptions
+    from tvm import relax
+    from tvm.relax.frontend.tflite import tflite_frontend
+
+    converter = tflite_frontend.OperatorConverter
+    convert = converter.convert_fully_connected
+
+    def flattening(self: Any, op: Any) -> Any:
+        x, weights = self.get_input_tensors(op)[:2]
+        options = FullyConnectedOptions()
+        table = op.BuiltinOptions()
+        if table is not None:
+            options.Init(table.Bytes, table.Pos)
+        name = tflite_frontend.get_tensor_name(self.subgraph, x.tensor_idx)
+        rank = len(self.get_tensor_shape(x))
+        if rank == 2 or (table is not None and options.KeepNumDims()) or name not in self.exp_tab.exprs:
+            return convert(self, op)
+        original = self.exp_tab.exprs[name]
+        inputs = int(self.get_tensor_shape(weights)[1])
+        self.exp_tab.exprs[name] = relax.op.reshape(original, (-1, inputs))
+        try:
+            return convert(self, op)
+        finally:
+            self.exp_tab.exprs[name] = original
+
+    converter.convert_fully_connected = flattening
+    try:
+        yield
+    finally:
+        converter.convert_fully_connected = convert
 
 
 def first_line(err: BaseException) -> str:
