@@ -110,6 +110,30 @@ def _activation_lower_bound(model: Any, subgraph: Any, names: dict[int, str]) ->
     )
 
 
+def _operators(model: Any, subgraph: Any, path: Path) -> list[tuple[str, int]]:
+    """Each operator in execution order with its MACs."""
+    names = _op_names()
+    found = []
+    try:
+        for i in range(subgraph.OperatorsLength()):
+            operator = subgraph.Operators(i)
+            code = model.OperatorCodes(operator.OpcodeIndex())
+            builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+            op = names.get(builtin, f"BUILTIN_{builtin}")
+            if op == "CUSTOM" and _text(code.CustomCode()):
+                op = f"CUSTOM:{_text(code.CustomCode())}"
+            found.append((op, _macs(op, subgraph, operator)))
+    except (IndexError, TypeError, ValueError) as err:
+        raise ModelError(f"{path.name}: cannot count the MACs of its operators: {type(err).__name__}: {err}") from None
+    return found
+
+
+def operator_macs(path: Path) -> list[tuple[str, int]]:
+    """The model's operators in execution order with their MACs (an interpreter's per-layer view)."""
+    model, subgraph = TfliteFrontend._parse(path)
+    return _operators(model, subgraph, path)
+
+
 class TfliteFrontend(Plugin):
     """Reads .tflite flatbuffers with the `tflite` package; no TensorFlow needed."""
 
@@ -122,22 +146,9 @@ class TfliteFrontend(Plugin):
         that parses but defeats the analysis is reported as what it is."""
         model, subgraph = self._parse(path)
         names = _op_names()
-        try:
-            operators: list[str] = []
-            macs = 0
-            for i in range(subgraph.OperatorsLength()):
-                operator = subgraph.Operators(i)
-                code = model.OperatorCodes(operator.OpcodeIndex())
-                builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
-                op = names.get(builtin, f"BUILTIN_{builtin}")
-                if op == "CUSTOM" and _text(code.CustomCode()):
-                    op = f"CUSTOM:{_text(code.CustomCode())}"
-                operators.append(op)
-                macs += _macs(op, subgraph, operator)
-        except (IndexError, TypeError, ValueError) as err:
-            raise ModelError(
-                f"{path.name}: cannot count the MACs of its operators: {type(err).__name__}: {err}"
-            ) from None
+        per_operator = _operators(model, subgraph, path)
+        operators = [op for op, _ in per_operator]
+        macs = sum(count for _, count in per_operator)
         try:
             activations = _activation_lower_bound(model, subgraph, names)
         except (IndexError, TypeError, ValueError) as err:

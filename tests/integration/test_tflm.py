@@ -264,6 +264,21 @@ def test_cmsis_nn_kernels_equal_the_reference_kernels(cmsis_home, mlonmcu):
     assert any("cmsis_nn kernels" in path.read_text() for path in logs)
 
 
+def test_profile_shows_every_tflm_operator(tflm_home, mlonmcu):
+    """-f profile on tflmi: each operator's Invoke in execution order, with the MACs the model
+    says, summing to (almost) the whole inference."""
+    code, output = mlonmcu("flow", "run", "kws_dscnn", "-b", "tflmi", "-t", "spike", "-f", "profile", "-H", tflm_home)
+    assert code == 0, output
+    row = report(tflm_home).iloc[0]
+    table = pd.read_csv(tflm_home / "sessions" / "latest" / "runs" / str(int(row.Run)) / "postprocess" / "profile.csv")
+    assert list(table["TFLite Ops"]) == [
+        "CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D",
+        "AVERAGE_POOL_2D", "FULLY_CONNECTED", "RESHAPE", "SOFTMAX",
+    ]  # fmt: skip
+    assert (table.Instructions > 0).all() and table.loc[0, "MACs"] == 160000
+    assert 0.9 < table.Instructions.sum() / row["Run Instructions"] <= 1.0
+
+
 # TFLite Micro's own example and test models (in its source tree, not in this repository)
 TFLM_MODELS = {
     "person_detect": "tensorflow/lite/micro/models/person_detect.tflite",

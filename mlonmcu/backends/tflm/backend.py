@@ -13,9 +13,10 @@ from mlonmcu.backends.backend import Backend
 from mlonmcu.backends.tflm import cmsis_nn
 from mlonmcu.backends.tflm.tree import CORE_OPTIMIZATION, CXX_FLAGS, DEFINITIONS, TflmTree
 from mlonmcu.config import Option
-from mlonmcu.contracts import BuildResult, LibrarySpec, ModelInfo
+from mlonmcu.contracts import BuildResult, KernelInfo, LibrarySpec, ModelInfo
 from mlonmcu.errors import StageError
 from mlonmcu.hashing import value_hash
+from mlonmcu.models.frontend import operator_macs
 from mlonmcu.models.tflite_graph import read_graph, unrunnable_message
 from mlonmcu.platforms.templates import c_byte_lines, render
 
@@ -131,6 +132,10 @@ class TflmiBackend(Backend):
             cxx_flags=CXX_FLAGS,
             definitions=definitions,
             static_libraries=(library, *libraries),
+            # feature profile: the interpreter's operators in execution order (templates/tflmi)
+            kernels=tuple(
+                KernelInfo(f"{op.lower()}_{i}", (op,), macs) for i, (op, macs) in enumerate(operator_macs(model_path))
+            ),
             arena_size=requested or None,
             arena_request=requested,
             status_messages=STATUS_MESSAGES,
