@@ -748,11 +748,12 @@ class DirectBuilder:
             raise NotCovered(op, f"{source.dtype} → {self.graph.output(op).dtype} inside the model")
         name = self.name("dequantize" if to_float else "quantize")
         shape = self.graph.output(op).shape
-        kernel = elementwise.interface_kernel(name, shape, integer.scalar_zero_point, to_float, "int8")
+        kernel = elementwise.interface_kernel(
+            name, shape, integer.scalar_scale, integer.scalar_zero_point, to_float, "int8"
+        )
         self.report.float_ops[op.op] += 1  # float arithmetic, at the model's boundary
-        scale = np.array([integer.scalar_scale], np.float32)
         lowered = Lowered(
-            None, op.op, kernel, [self.values[source.index], scale], shape, dtype="float32" if to_float else "int8"
+            None, op.op, kernel, [self.values[source.index]], shape, dtype="float32" if to_float else "int8"
         )
         return self.call(lowered, integer=False)
 

@@ -69,12 +69,13 @@ def unary_kernel(
     return ib.get()
 
 
-def interface_kernel(name: str, shape: tuple[int, ...], zero_point: int, to_float: bool, dtype: str) -> Any:
+def interface_kernel(
+    name: str, shape: tuple[int, ...], scale: float, zero_point: int, to_float: bool, dtype: str
+) -> Any:
     """The float interface of an int8 model, as TFLite computes it. QUANTIZE: round(x / s) + zp
-    with a float32 division and rounding half away from zero (C's roundf: TVM's round is
-    nearbyint, which rounds ties to even); DEQUANTIZE: s·(q − zp) in float32 (LiteRT; TFLite Micro
-    multiplies in double: up to 1 ulp apart). The scale is an argument, a float32 constant
-    array, because TVM prints float literals with 7 digits, which need not be the float."""
+    with a float32 division and rounding half away from zero (C's roundf: TVM's round becomes
+    nearbyintf, which rounds ties to even); DEQUANTIZE: s·(q − zp) in float32 (LiteRT; TFLite
+    Micro multiplies in double: up to 1 ulp apart)."""
     from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
@@ -82,18 +83,18 @@ def interface_kernel(name: str, shape: tuple[int, ...], zero_point: int, to_floa
     size = _flat(shape)
     source, target = (dtype, "float32") if to_float else ("float32", dtype)
     info = np.iinfo(dtype)
+    factor = tirx.const(float(np.float32(scale)), "float32")
     with IRBuilder() as ib, prim_func(name, ["DEQUANTIZE" if to_float else "QUANTIZE"], 0):
         x_arg = T.arg("x", T.Buffer(shape, source))
-        scale = T.arg("scale", T.Buffer((1,), "float32"))
         out_arg = T.arg("out", T.Buffer(shape, target))
         with root_block():
             x, z = flat_view(x_arg, shape, source), flat_view(out_arg, shape, target)
             with T.serial(0, size) as i:
                 if to_float:
                     centred = tirx.Cast("float32", i32(x[i]) - zero_point)
-                    T.buffer_store(z, centred * scale[0], [i])
+                    T.buffer_store(z, centred * factor, [i])
                 else:
-                    scaled = T.call_pure_extern("float32", "roundf", x[i] / scale[0])
+                    scaled = T.call_pure_extern("float32", "roundf", x[i] / factor)
                     value = clamp(tirx.Cast("int32", scaled) + zero_point, int(info.min), int(info.max))
                     T.buffer_store(z, tirx.Cast(dtype, value), [i])
     return ib.get()
