@@ -217,3 +217,31 @@ def test_mlperf_tiny_on_all_qemu_boards(integration_home, mlonmcu):
     frame = latest(integration_home)
     assert code == 0, output
     assert len(frame) == 15 and (frame["Max Abs Error"] == 0).all()
+
+
+def test_dsp_dense_is_exact_and_taken_only_where_the_core_has_dsp(integration_home, mlonmcu, tmp_path):
+    """tvmaot's FULLY_CONNECTED with SMLAD (integer/dsp.py): the M4 runs it, bit-exact and in
+    fewer instructions than the scalar kernel; the M3 has no DSP and runs the scalar one."""
+    import numpy as np
+    from tflite_builder import Op, build, const, q, write
+
+    rng = np.random.default_rng(11)
+    scales = list(rng.uniform(0.002, 0.02, 20))
+    tensors = [
+        q((2, 64), 0.04, -7),
+        const(rng.integers(-127, 128, (20, 64)).astype(np.int8), scales, [0] * 20),
+        const(rng.integers(-3000, 3000, 20).astype(np.int32), [0.04 * s for s in scales], [0] * 20),
+        q((2, 20), 0.3, 5),
+    ]
+    fc = Op("FULLY_CONNECTED", [0, 1, 2], [3], {"FusedActivationFunction": 1}, "FullyConnectedOptions")
+    model = write(tmp_path, "dense_dsp", build(tensors, [fc], [0], [3]))
+    args = ["-t", "mps2_an386", "-t", "mps2_an385", "-f", "validate", "-c", "tvmaot.simd=auto", "-c", "tvmaot.simd=off"]
+    code, output = mlonmcu("flow", "run", model, "-b", "tvmaot", *args, "-H", integration_home)
+    assert code == 0, output
+    frame = pd.read_csv(integration_home / "sessions" / "latest" / "report.csv")
+    assert (frame.Validation == "pass").all() and (frame["Max Abs Error"] == 0).all(), output
+    counts = {
+        (t, c.split("=")[-1]): n for t, c, n in zip(frame.Target, frame.Config, frame["Run Instructions"], strict=True)
+    }
+    assert counts[("mps2_an386", "auto")] < 0.8 * counts[("mps2_an386", "off")]
+    assert counts[("mps2_an385", "auto")] == counts[("mps2_an385", "off")]

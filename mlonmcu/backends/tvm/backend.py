@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mlonmcu.backends.backend import Backend
-from mlonmcu.backends.tvm.codegen import lower_kernels
+from mlonmcu.backends.tvm.codegen import lower_kernels, split_variants
 from mlonmcu.backends.tvm.emitter import SOURCES, AotEmitter
 from mlonmcu.backends.tvm.importer import first_line, import_tflite
 from mlonmcu.backends.tvm.integer.direct import build_direct
@@ -68,6 +68,14 @@ class TvmAotBackend(Backend):
         Option("depthwise_block", int, 8, "integer depthwise conv: channels per register block", min=1, max=32),
         Option("depthwise_pixels", int, 1, "integer depthwise conv: output pixels per register block", choices=(1, 2)),
         Option("dense_block", int, 8, "integer fully connected: outputs per register block", min=1, max=32),
+        Option(
+            "simd",
+            str,
+            "auto",
+            "integer kernels: auto = also emit SIMD variants (Arm DSP: FULLY_CONNECTED), which the compiler "
+            "takes where the target core has the extension (M4/M7/M33/M55); off = scalar C only, to compare",
+            choices=("auto", "off"),
+        ),
     )
     requires = ("tvm",)
 
@@ -80,9 +88,11 @@ class TvmAotBackend(Backend):
         try:
             mod, float_ops, importer = self._import(model_path)
             lowered = lower_relax(mod, target)
-            prims = {gv.name_hint: func for gv, func in lowered.functions.items() if isinstance(func, tirx.PrimFunc)}
+            prims, variants = split_variants(
+                {gv.name_hint: func for gv, func in lowered.functions.items() if isinstance(func, tirx.PrimFunc)}
+            )
             infos = {name: kernel_info(name, func) for name, func in prims.items()}
-            source = lower_kernels({name: schedule_for_mcu(func) for name, func in prims.items()}, target)
+            source = lower_kernels({name: schedule_for_mcu(func) for name, func in prims.items()}, target, variants)
         except StageError:
             raise
         except (RuntimeError, ValueError) as err:  # TVM errors: keep the message, not the backtrace
@@ -143,6 +153,7 @@ class TvmAotBackend(Backend):
             dense_block=self.opt("dense_block"),
             fc_requant=self.opt("arithmetic") if self.opt("fc_requant") == "auto" else self.opt("fc_requant"),
             tables=self.opt("arithmetic"),
+            simd=self.opt("simd"),
         )
 
     @staticmethod

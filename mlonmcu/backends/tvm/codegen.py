@@ -11,6 +11,7 @@ import re
 import struct
 from typing import Any
 
+from mlonmcu.backends.tvm.integer.dsp import DSP_VARIANT, GUARD, PRELUDE
 from mlonmcu.backends.tvm.kernel_info import ATTR_OPS
 
 KERNEL_PREFIX = "tvmgen_"
@@ -112,8 +113,62 @@ def _exact_float_literals(func: Any) -> Any:
     return tvm_ffi.structural_map(func, (tirx.FloatImm, replace))
 
 
-def lower_kernels(prims: dict[str, Any], target: Any) -> str:
-    """C source of all kernels, named KERNEL_PREFIX + name."""
+def split_variants(prims: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The kernels without their DSP variants (integer/dsp.py), and the variants by kernel name."""
+    plain, variants = {}, {}
+    for name, func in prims.items():
+        if func.attrs is not None and DSP_VARIANT in func.attrs:
+            variants[name] = func.attrs[DSP_VARIANT]
+            func = func.without_attr(DSP_VARIANT)
+        plain[name] = func
+    return plain, variants
+
+
+def lower_kernels(prims: dict[str, Any], target: Any, variants: dict[str, Any] | None = None) -> str:
+    """C source of all kernels, named KERNEL_PREFIX + name. A kernel with a DSP variant is emitted
+    twice under one name, the compiler's target features choosing."""
+    source = _lower(prims, target)
+    if not variants:
+        return source
+    return _with_variants(source, _lower(variants, target), {KERNEL_PREFIX + name for name in variants})
+
+
+_DEFINITION = re.compile(r"^(?:void|int32_t) (tvmgen_\w+)\(.*\{$")
+_EXTERN_C = ["#ifdef __cplusplus", 'extern "C"', "#endif"]
+
+
+def _definitions(source: str) -> tuple[list[str], dict[str, tuple[int, int]]]:
+    """The source's lines and, per function defined in it, its line range (with the extern "C"
+    lines before it)."""
+    lines = source.splitlines()
+    found: dict[str, tuple[int, int]] = {}
+    for start, line in enumerate(lines):
+        match = _DEFINITION.match(line)
+        if match:
+            end = lines.index("}", start)
+            first = start - 3 if lines[max(start - 3, 0) : start] == _EXTERN_C else start
+            found[match.group(1)] = (first, end + 1)
+    return lines, found
+
+
+def _with_variants(scalar: str, dsp: str, names: set[str]) -> str:
+    lines, ranges = _definitions(scalar)
+    out: list[str] = []
+    for index, line in enumerate(lines):
+        if any(index == first for name, (first, _) in ranges.items() if name in names):
+            out.append(f"#if !({GUARD})")
+        out.append(line)
+        if any(index == last - 1 for name, (_, last) in ranges.items() if name in names):
+            out.append(f"#endif /* !({GUARD}) */")
+    dsp_lines, dsp_ranges = _definitions(dsp)
+    out += [f"#if {GUARD}", PRELUDE.rstrip()]
+    for first, last in dsp_ranges.values():
+        out += dsp_lines[first:last]
+    out.append(f"#endif /* {GUARD} */")
+    return "\n".join(out)
+
+
+def _lower(prims: dict[str, Any], target: Any) -> str:
     import tvm
     from tvm import tirx
 

@@ -57,40 +57,82 @@ def pack_dense_weights(weights_oi: np.ndarray, block: int) -> np.ndarray:
     return np.ascontiguousarray(padded.reshape(blocks, block, i).transpose(0, 2, 1)).reshape(-1)
 
 
+def pack_quad_weights(weights_oi: np.ndarray, block: int) -> np.ndarray:
+    """[O][I] → [O/B][I/4][B][4]: four consecutive inputs of one output in one 32-bit word, the
+    layout of the DSP kernel (integer/dsp.py); the scalar kernel reads it as well."""
+    o, i = weights_oi.shape
+    blocks = -(-o // block)
+    padded = np.zeros((blocks * block, i), dtype=np.int8)
+    padded[:o] = weights_oi
+    return np.ascontiguousarray(padded.reshape(blocks, block, i // 4, 4).transpose(0, 2, 1, 3)).reshape(-1)
+
+
+def quad_layout(spec: DenseSpec) -> bool:
+    """Whether the weights are packed in fours (pack_quad_weights): inputs a multiple of 4."""
+    return spec.inputs % 4 == 0
+
+
+def store_outputs(spec: DenseSpec, acc: Any, quant: Any, y: Any, b: Any, ob: Any) -> None:
+    """Requantize one register block of accumulators and store it (the tail block guarded)."""
+    from tvm.script.ir_builder import tirx as T
+
+    block = spec.block
+    for j in range(block):
+        o = ob * block + j
+        row = 0 if spec.uniform_quant else o
+        if spec.requant == "litert":
+            scaled = round_double_product(acc[j], quant[row, 0], quant[row, 1], quant[row, 2])
+        else:
+            scaled = multiply_by_quantized_multiplier(acc[j], quant[row, 0], quant[row, 1])
+        value = clamp(scaled + spec.output_offset, spec.act_min, spec.act_max)
+        if spec.outputs % block:
+            with T.If(o < spec.outputs), T.Then():
+                store_int8(y, value, [b * spec.outputs + o])
+        else:
+            store_int8(y, value, [b * spec.outputs + o])
+
+
+def dense_args(spec: DenseSpec) -> tuple[Any, Any, Any, Any, Any]:
+    """The kernel's parameters: x, packed weights (as int8), padded bias, requant rows, y."""
+    from tvm.script.ir_builder import tirx as T
+
+    block = spec.block
+    blocks = -(-spec.outputs // block)
+    x_arg = T.arg("x", T.Buffer(spec.input_shape, "int8"))
+    shape = (blocks, spec.inputs // 4, block, 4) if quad_layout(spec) else (blocks, spec.inputs, block)
+    wt = T.arg("w", T.Buffer(shape, "int8"))
+    bias = T.arg("bias", T.Buffer((blocks * block,), "int32"))
+    quant_rows = 1 if spec.uniform_quant else blocks * block
+    quant = T.arg("quant", T.Buffer((quant_rows, spec.quant_width), "int32"))
+    y_arg = T.arg("y", T.Buffer(spec.output_shape, "int8"))
+    return x_arg, wt, bias, quant, y_arg
+
+
 def dense_kernel(spec: DenseSpec) -> Any:
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
     block = spec.block
     blocks = -(-spec.outputs // block)
+    quad = quad_layout(spec)
     with IRBuilder() as ib, prim_func(spec.name, ["FULLY_CONNECTED"], spec.macs):
-        x_arg = T.arg("x", T.Buffer(spec.input_shape, "int8"))
-        wt = T.arg("w", T.Buffer((blocks, spec.inputs, block), "int8"))
-        bias = T.arg("bias", T.Buffer((blocks * block,), "int32"))
-        quant_rows = 1 if spec.uniform_quant else blocks * block
-        quant = T.arg("quant", T.Buffer((quant_rows, spec.quant_width), "int32"))
-        y_arg = T.arg("y", T.Buffer(spec.output_shape, "int8"))
+        x_arg, wt, bias, quant, y_arg = dense_args(spec)
         with root_block():
             x, y = flat_view(x_arg, spec.input_shape), flat_view(y_arg, spec.output_shape)
             acc = accumulators(block)
             with T.serial(0, spec.batch) as b, T.serial(0, blocks) as ob:
                 for j in range(block):
                     T.buffer_store(acc, bias[ob * block + j], [j])
-                with T.serial(0, spec.inputs) as i:
-                    xv = T.bind(i32(x[b * spec.inputs + i]) + spec.input_offset)
-                    for j in range(block):
-                        T.buffer_store(acc, acc[j] + xv * i32(wt[ob, i, j]), [j])
-                for j in range(block):
-                    o = ob * block + j
-                    row = 0 if spec.uniform_quant else o
-                    if spec.requant == "litert":
-                        scaled = round_double_product(acc[j], quant[row, 0], quant[row, 1], quant[row, 2])
-                    else:
-                        scaled = multiply_by_quantized_multiplier(acc[j], quant[row, 0], quant[row, 1])
-                    value = scaled + spec.output_offset
-                    if spec.outputs % block:
-                        with T.If(o < spec.outputs), T.Then():
-                            store_int8(y, clamp(value, spec.act_min, spec.act_max), [b * spec.outputs + o])
-                    else:
-                        store_int8(y, clamp(value, spec.act_min, spec.act_max), [b * spec.outputs + o])
+                if quad:
+                    with T.serial(0, spec.inputs // 4) as k:
+                        for t in range(4):
+                            xv = T.bind(i32(x[b * spec.inputs + k * 4 + t]) + spec.input_offset)
+                            for j in range(block):
+                                T.buffer_store(acc, acc[j] + xv * i32(wt[ob, k, j, t]), [j])
+                else:
+                    with T.serial(0, spec.inputs) as i:
+                        xv = T.bind(i32(x[b * spec.inputs + i]) + spec.input_offset)
+                        for j in range(block):
+                            T.buffer_store(acc, acc[j] + xv * i32(wt[ob, i, j]), [j])
+                store_outputs(spec, acc, quant, y, b, ob)
     return ib.get()

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer import conv, dense, elementwise, pooling, softmax
+from mlonmcu.backends.tvm.integer import conv, dense, dsp, elementwise, pooling, softmax
 from mlonmcu.backends.tvm.integer.fixedpoint import (
     double_multiplier,
     per_channel_multipliers,
@@ -50,6 +50,7 @@ class Schedule:
     dense_block: int = 8
     fc_requant: str = "litert"  # FULLY_CONNECTED rounding: "litert" (reference kernels) or "tflm"
     tables: str = "litert"  # int8 LOGISTIC/TANH: LiteRT's float32 tables or TFLM's fixed point
+    simd: str = "auto"  # auto: SIMD variants where the compiler targets a core with them (integer/dsp.py)
 
 
 @dataclass
@@ -198,14 +199,22 @@ def dense_lowering(
         requant=schedule.fc_requant,
         uniform_quant=uniform,
     )
-    packed = dense.pack_dense_weights(np.ascontiguousarray(weights_oi), spec.block)
+    weights = np.ascontiguousarray(weights_oi)
+    packed: np.ndarray
+    if dense.quad_layout(spec):
+        packed = dense.pack_quad_weights(weights, spec.block).reshape(-1, spec.inputs // 4, spec.block, 4)
+    else:
+        packed = dense.pack_dense_weights(weights, spec.block).reshape(-1, spec.inputs, spec.block)
     args = [
         x.value,
-        packed.reshape(-1, spec.inputs, spec.block),
+        packed,
         conv.pack_channels(bias, spec.block),
         quant[:1] if uniform else conv.pack_channels(quant, spec.block),
     ]
-    return Lowered(None, "FULLY_CONNECTED", dense.dense_kernel(spec), args, shape)
+    kernel = dense.dense_kernel(spec)
+    if schedule.simd == "auto" and dense.quad_layout(spec):
+        kernel = kernel.with_attr(dsp.DSP_VARIANT, dsp.dense_dsp_kernel(spec))
+    return Lowered(None, "FULLY_CONNECTED", kernel, args, shape)
 
 
 class Matcher:
