@@ -219,9 +219,11 @@ def test_mlperf_tiny_on_all_qemu_boards(integration_home, mlonmcu):
     assert len(frame) == 15 and (frame["Max Abs Error"] == 0).all()
 
 
-def test_dsp_dense_is_exact_and_taken_only_where_the_core_has_dsp(integration_home, mlonmcu, tmp_path):
-    """tvmaot's FULLY_CONNECTED with SMLAD (integer/dsp.py): the M4 runs it, bit-exact and in
-    fewer instructions than the scalar kernel; the M3 has no DSP and runs the scalar one."""
+def test_dsp_kernels_are_exact_and_taken_only_where_the_core_has_dsp(integration_home, mlonmcu, tmp_path):
+    """tvmaot's SMLAD kernels (integer/dsp.py): FULLY_CONNECTED with tvmaot.simd=auto, CONV_2D
+    (SAME padding: border pixels with the input offset, interior ones without) with
+    tvmaot.simd=dsp. The M4 runs them, bit-exact and in fewer instructions than the scalar
+    kernels; the M3 has no DSP and runs scalar code (the same with simd=auto)."""
     import numpy as np
     from tflite_builder import Op, build, const, q, write
 
@@ -234,14 +236,27 @@ def test_dsp_dense_is_exact_and_taken_only_where_the_core_has_dsp(integration_ho
         q((2, 20), 0.3, 5),
     ]
     fc = Op("FULLY_CONNECTED", [0, 1, 2], [3], {"FusedActivationFunction": 1}, "FullyConnectedOptions")
-    model = write(tmp_path, "dense_dsp", build(tensors, [fc], [0], [3]))
-    args = ["-t", "mps2_an386", "-t", "mps2_an385", "-f", "validate", "-c", "tvmaot.simd=auto", "-c", "tvmaot.simd=off"]
-    code, output = mlonmcu("flow", "run", model, "-b", "tvmaot", *args, "-H", integration_home)
+    dense = write(tmp_path, "dense_dsp", build(tensors, [fc], [0], [3]))
+    scales = list(rng.uniform(0.002, 0.02, 12))
+    tensors = [
+        q((1, 9, 7, 8), 0.04, -7),
+        const(rng.integers(-127, 128, (12, 3, 3, 8)).astype(np.int8), scales, [0] * 12),
+        const(rng.integers(-3000, 3000, 12).astype(np.int32), [0.04 * s for s in scales], [0] * 12),
+        q((1, 9, 7, 12), 0.2, -3),
+    ]
+    opts = {"Padding": 0, "StrideH": 1, "StrideW": 1, "FusedActivationFunction": 0}
+    conv = write(tmp_path, "conv_dsp", build(tensors, [Op("CONV_2D", [0, 1, 2], [3], opts, "Conv2DOptions")], [0], [3]))
+    args = ["-t", "mps2_an386", "-t", "mps2_an385", "-f", "validate"]
+    simd = ["-c", "tvmaot.simd=auto", "-c", "tvmaot.simd=dsp", "-c", "tvmaot.simd=off"]
+    code, output = mlonmcu("flow", "run", dense, conv, "-b", "tvmaot", *args, *simd, "-H", integration_home)
     assert code == 0, output
     frame = pd.read_csv(integration_home / "sessions" / "latest" / "report.csv")
     assert (frame.Validation == "pass").all() and (frame["Max Abs Error"] == 0).all(), output
     counts = {
-        (t, c.split("=")[-1]): n for t, c, n in zip(frame.Target, frame.Config, frame["Run Instructions"], strict=True)
+        (m, t, c.split("=")[-1]): n
+        for m, t, c, n in zip(frame.Model, frame.Target, frame.Config, frame["Run Instructions"], strict=True)
     }
-    assert counts[("mps2_an386", "auto")] < 0.8 * counts[("mps2_an386", "off")]
-    assert counts[("mps2_an385", "auto")] == counts[("mps2_an385", "off")]
+    assert counts[("dense_dsp", "mps2_an386", "auto")] < 0.8 * counts[("dense_dsp", "mps2_an386", "off")]
+    assert counts[("conv_dsp", "mps2_an386", "dsp")] < 0.8 * counts[("conv_dsp", "mps2_an386", "auto")]
+    assert counts[("dense_dsp", "mps2_an385", "auto")] == counts[("dense_dsp", "mps2_an385", "off")]
+    assert counts[("conv_dsp", "mps2_an385", "auto")] == counts[("conv_dsp", "mps2_an385", "off")]

@@ -42,6 +42,42 @@ def _call(name: str, *args: Any) -> Any:
     return T.call_pure_extern("int32", name, *args)
 
 
+def _offset_pair(offset: int) -> int:
+    """The input offset in both 16-bit lanes, as an int32."""
+    lane = offset & 0xFFFF
+    pair = lane | (lane << 16)
+    return pair - (1 << 32) if pair >= 1 << 31 else pair
+
+
+def _widened(word: Any, offset: int) -> tuple[Any, Any]:
+    """Bytes 0 and 2, and 1 and 3, of a word of four int8 inputs as 16-bit lanes (+ offset)."""
+    from tvm.script.ir_builder import tirx as T
+
+    if offset:
+        pair = _offset_pair(offset)
+        return T.bind(_call("mlonmcu_sxtab16", pair, word)), T.bind(_call("mlonmcu_sxtab16_ror8", pair, word))
+    return T.bind(_call("mlonmcu_sxtb16", word)), T.bind(_call("mlonmcu_sxtb16_ror8", word))
+
+
+def conv_dsp_step(builder: Any, x_tap: Any, w_tap: Any, c4: Any, pixel_offsets: list[int], offset: int) -> None:
+    """Four input channels of one tap of a convolution (conv._ConvBuilder with quad weights): per
+    pixel one word of inputs, per output channel one word of weights, then two SMLADs for each
+    pixel and channel. In the interior the offset is folded into the bias: no add."""
+    from tvm import tirx
+    from tvm.script.ir_builder import tirx as T
+
+    block = builder.spec.block
+    lanes = [_widened(T.bind(builder.x4[tirx.shift_right(x_tap + po, 2) + c4]), offset) for po in pixel_offsets]
+    for j in range(block):
+        weights = T.bind(builder.w4[tirx.shift_right(w_tap, 2) + c4 * block + j])
+        even_w = T.bind(_call("mlonmcu_sxtb16", weights))
+        odd_w = T.bind(_call("mlonmcu_sxtb16_ror8", weights))
+        for p, (even_x, odd_x) in enumerate(lanes):
+            index = p * block + j
+            first = _call("__smlad", even_x, even_w, builder.acc[index])
+            T.buffer_store(builder.acc, _call("__smlad", odd_x, odd_w, first), [index])
+
+
 def dense_dsp_kernel(spec: DenseSpec) -> Any:
     """FULLY_CONNECTED with B outputs per register block, four inputs per step."""
     from tvm.script.ir_builder import IRBuilder
@@ -51,9 +87,6 @@ def dense_dsp_kernel(spec: DenseSpec) -> Any:
     block = spec.block
     blocks = -(-spec.outputs // block)
     chunks = spec.inputs // 4
-    offset = spec.input_offset & 0xFFFF
-    pair = offset | (offset << 16)  # the input offset in both 16-bit lanes
-    pair = pair - (1 << 32) if pair >= 1 << 31 else pair
     with IRBuilder() as ib, prim_func(spec.name, ["FULLY_CONNECTED"], spec.macs):
         x_arg, wt, bias, quant, y_arg = dense_args(spec)
         with root_block():
@@ -65,9 +98,7 @@ def dense_dsp_kernel(spec: DenseSpec) -> Any:
                 for j in range(block):
                     T.buffer_store(acc, bias[ob * block + j], [j])
                 with T.serial(0, chunks) as k:
-                    word = T.bind(x4[b * chunks + k])
-                    even = T.bind(_call("mlonmcu_sxtab16", pair, word))
-                    odd = T.bind(_call("mlonmcu_sxtab16_ror8", pair, word))
+                    even, odd = _widened(T.bind(x4[b * chunks + k]), spec.input_offset)
                     for j in range(block):
                         weights = T.bind(w4[(ob * chunks + k) * block + j])
                         first = _call("__smlad", even, _call("mlonmcu_sxtb16", weights), acc[j])

@@ -50,7 +50,9 @@ class Schedule:
     dense_block: int = 8
     fc_requant: str = "litert"  # FULLY_CONNECTED rounding: "litert" (reference kernels) or "tflm"
     tables: str = "litert"  # int8 LOGISTIC/TANH: LiteRT's float32 tables or TFLM's fixed point
-    simd: str = "auto"  # auto: SIMD variants where the compiler targets a core with them (integer/dsp.py)
+    # SIMD variants the compiler takes where the core has them (integer/dsp.py): auto = those that
+    # cost other cores nothing (FULLY_CONNECTED), dsp = convolutions too, off = none
+    simd: str = "auto"
 
 
 @dataclass
@@ -149,13 +151,14 @@ def conv_lowering(
         block=block,
         pixels=pixels,
         requant=table,
+        fours=schedule.simd == "dsp",
     )
     block = spec.block
     if depthwise:
         weights_arg = conv.pack_depthwise_weights(hwio, block)
         folded = conv.interior_bias(bias, hwio, spec.input_offset, channel_axis=2)
     else:
-        weights_arg = conv.pack_conv_weights(hwio, block)
+        weights_arg = conv.pack_conv_weights(hwio, block, spec.quad)
         folded = conv.interior_bias(bias, hwio, spec.input_offset, channel_axis=3)
     args = [
         x.value,
@@ -165,7 +168,10 @@ def conv_lowering(
         table.values if table.uniform else conv.pack_channels(table.values, block),
     ]
     op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
-    return Lowered(None, op, conv.conv_kernel(spec), args, shape)
+    kernel = conv.conv_kernel(spec)
+    if spec.quad:
+        kernel = kernel.with_attr(dsp.DSP_VARIANT, conv.conv_kernel(spec, dsp.conv_dsp_step))
+    return Lowered(None, op, kernel, args, shape)
 
 
 def dense_lowering(
@@ -212,7 +218,7 @@ def dense_lowering(
         quant[:1] if uniform else conv.pack_channels(quant, spec.block),
     ]
     kernel = dense.dense_kernel(spec)
-    if schedule.simd == "auto" and dense.quad_layout(spec):
+    if schedule.simd != "off" and dense.quad_layout(spec):
         kernel = kernel.with_attr(dsp.DSP_VARIANT, dsp.dense_dsp_kernel(spec))
     return Lowered(None, "FULLY_CONNECTED", kernel, args, shape)
 
