@@ -162,7 +162,7 @@ def test_dense_litert_requantization_is_round_of_a_double_product(tmp_path):
     table = np.array([double_multiplier(float(e)) for e in effs], np.int32)
     args = [
         x,
-        dense.pack_dense_weights(weights, block).reshape(-1, inputs, block),
+        dense.pack_weights(spec, weights),
         conv.pack_channels(bias, block),
         conv.pack_channels(table, block),
     ]

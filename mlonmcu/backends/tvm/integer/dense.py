@@ -67,6 +67,14 @@ def pack_quad_weights(weights_oi: np.ndarray, block: int) -> np.ndarray:
     return np.ascontiguousarray(padded.reshape(blocks, block, i // 4, 4).transpose(0, 2, 1, 3)).reshape(-1)
 
 
+def pack_weights(spec: DenseSpec, weights_oi: np.ndarray) -> np.ndarray:
+    """The weights [O][I] in the layout the kernels of `spec` read."""
+    weights = np.ascontiguousarray(weights_oi)
+    if quad_layout(spec):
+        return pack_quad_weights(weights, spec.block).reshape(-1, spec.inputs // 4, spec.block, 4)
+    return pack_dense_weights(weights, spec.block).reshape(-1, spec.inputs, spec.block)
+
+
 def quad_layout(spec: DenseSpec) -> bool:
     """Whether the weights are packed in fours (pack_quad_weights): inputs a multiple of 4."""
     return spec.inputs % 4 == 0

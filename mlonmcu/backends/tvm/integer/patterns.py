@@ -205,15 +205,9 @@ def dense_lowering(
         requant=schedule.fc_requant,
         uniform_quant=uniform,
     )
-    weights = np.ascontiguousarray(weights_oi)
-    packed: np.ndarray
-    if dense.quad_layout(spec):
-        packed = dense.pack_quad_weights(weights, spec.block).reshape(-1, spec.inputs // 4, spec.block, 4)
-    else:
-        packed = dense.pack_dense_weights(weights, spec.block).reshape(-1, spec.inputs, spec.block)
     args = [
         x.value,
-        packed,
+        dense.pack_weights(spec, weights_oi),
         conv.pack_channels(bias, spec.block),
         quant[:1] if uniform else conv.pack_channels(quant, spec.block),
     ]
