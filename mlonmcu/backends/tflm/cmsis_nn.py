@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from mlonmcu.backends.tflm.tree import KERNEL_DIR, KERNEL_OPTIMIZATION, MICRO
 from mlonmcu.contracts import LibrarySpec
 from mlonmcu.errors import StageError
 from mlonmcu.hashing import value_hash
 
 DEFINITIONS = ("CMSIS_NN", "ARM_NN_ENABLE_F16=0", "ARM_NN_ENABLE_F32=0")
-OPTIMIZATION = "-O2"
-KERNELS = "tensorflow/lite/micro/kernels"
+KERNELS = f"{MICRO}/{KERNEL_DIR}"
 _FLOAT_SOURCES = ("_f16.c", "_f32.c", "arm_nntables_flt.c")
 
 
@@ -61,7 +61,7 @@ class CmsisNn:
             sources=tuple(self.sources),
             include_dirs=tuple(self.include_dirs),
             definitions=DEFINITIONS,
-            compile_flags=(OPTIMIZATION,),
+            compile_flags=(KERNEL_OPTIMIZATION,),  # as TFLM's kernels
         )
 
     @staticmethod

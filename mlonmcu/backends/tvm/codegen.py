@@ -153,12 +153,14 @@ def _definitions(source: str) -> tuple[list[str], dict[str, tuple[int, int]]]:
 
 def _with_variants(scalar: str, dsp: str, names: set[str]) -> str:
     lines, ranges = _definitions(scalar)
+    starts = {ranges[name][0] for name in names}
+    ends = {ranges[name][1] - 1 for name in names}
     out: list[str] = []
     for index, line in enumerate(lines):
-        if any(index == first for name, (first, _) in ranges.items() if name in names):
+        if index in starts:
             out.append(f"#if !({GUARD})")
         out.append(line)
-        if any(index == last - 1 for name, (_, last) in ranges.items() if name in names):
+        if index in ends:
             out.append(f"#endif /* !({GUARD}) */")
     dsp_lines, dsp_ranges = _definitions(dsp)
     out += [f"#if {GUARD}", PRELUDE.rstrip()]

@@ -152,8 +152,9 @@ class _ConvBuilder:
     ):
         self.spec, self.x, self.w, self.y, self.acc = spec, x, w, y, acc
         self.dsp_step = dsp_step  # integer/dsp.py: four input channels of one tap per call
-        self.x4: Any = None  # int32 views of x and w for the DSP step (four int8 per word)
-        self.w4: Any = None
+        if dsp_step is not None:  # int32 views of x and w for it: four int8 per word
+            self.x4 = flat_view(x, (int(np.prod(spec.input_shape)) // 4,), "int32")
+            self.w4 = flat_view(w, (int(w.shape[0]) // 4,), "int32")
         self.bias, self.bias_interior, self.quant = bias, bias_interior, quant
         _, self.height, self.width, self.channels = spec.input_shape
         kh, kw = spec.kernel
@@ -336,9 +337,5 @@ def conv_kernel(spec: ConvSpec, dsp_step: Any = None) -> Any:
         with root_block():
             acc = accumulators(spec.block * spec.pixels)
             x_flat, w_flat = flat_view(x, spec.input_shape), flat_view(w, weight_shape)
-            builder = _ConvBuilder(spec, x_flat, w_flat, bias, bias_interior, quant, y, acc, dsp_step)
-            if dsp_step is not None:
-                builder.x4 = flat_view(x, (int(np.prod(spec.input_shape)) // 4,), "int32")
-                builder.w4 = flat_view(w, (int(np.prod(weight_shape)) // 4,), "int32")
-            builder.rows()
+            _ConvBuilder(spec, x_flat, w_flat, bias, bias_interior, quant, y, acc, dsp_step).rows()
     return ib.get()
