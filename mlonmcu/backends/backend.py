@@ -1,6 +1,7 @@
 """Backend: how a model becomes C/C++ sources implementing the `mlonmcu_model_*` C API.
 
-A backend knows nothing about targets; the API it implements is templates/mlif/mlonmcu_model.h.
+A backend knows nothing about targets but the facts it asks for (build_facts, e.g. the core's
+SIMD extension), which key its BUILD; the API it implements is templates/mlif/mlonmcu_model.h.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ class Backend(Plugin):
     ):
         super().__init__(config, components)
         self.cache_dir = cache_dir or Path(".")  # HOME/cache: for data shared by all runs
+        self.facts: dict[str, str] = {}  # build_facts of the run's target, set before build()
+
+    def build_facts(self, target: Any) -> dict[str, str]:
+        """What BUILD reads of the target (part of the BUILD key); none by default, so one BUILD
+        serves every target."""
+        return {}
 
     def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> BuildResult:
         """Write sources to `out`; say how to compile them and what the report should know."""

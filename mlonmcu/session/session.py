@@ -265,28 +265,12 @@ class _Runner:
             specs = list(self.pending.values())
             if not specs:
                 return
-        self.futures = {}
-        if not _shares_cache(self.executor):  # each worker its own HOME: no lock to wait on
-            self._submit(interleaved(specs))
-            self._wait({})
-            return
-        leaders, followers = led_by_largest(specs)
-        self._wait({self._submit([spec]).pop(): followers[spec.run] for spec in leaders})
-
-    def _submit(self, specs: list[RunSpec]) -> set[Future[RunOutcome]]:
-        assert self.executor is not None
-        futures = {submit_run(self.executor, spec): spec for spec in specs}
-        self.futures.update(futures)
-        return set(futures)
-
-    def _wait(self, then: dict[Future[RunOutcome], list[RunSpec]]) -> None:
-        """Collect outcomes as they come; when a run finishes, submit the runs `then` holds for it."""
+        self.futures = {submit_run(self.executor, spec): spec for spec in interleaved(specs)}
         waiting = set(self.futures)
         while waiting:
             done, waiting = wait(waiting, return_when="FIRST_COMPLETED")
             for future in done:
                 self._collect(future)
-                waiting |= self._submit(then.pop(future, []))
 
     def _inline(self, specs: list[RunSpec]) -> None:
         """One at a time, in this process: progress and report advance after each."""
@@ -364,21 +348,17 @@ def _fully_cached(spec: RunSpec) -> bool:
     return len(cached_stages(spec)) == len(stages_of(spec))
 
 
-def _shares_cache(executor: Executor) -> bool:
-    """Whether the workers share this HOME's cache (a pool here, a Dask cluster on this machine)."""
-    return isinstance(executor, ProcessPoolExecutor) or not getattr(executor, "remote", True)
-
-
-def led_by_largest(specs: list[RunSpec]) -> tuple[list[RunSpec], dict[int, list[RunSpec]]]:
-    """Runs of one model and backend share their LOAD and BUILD entries: one of each group (the
-    leader) goes first, the others once it has filled them — started side by side, they would
-    wait for its lock while other work is left. Leaders of larger models first: a large model
-    started last keeps one worker busy while the others have nothing left to do."""
+def interleaved(specs: list[RunSpec]) -> list[RunSpec]:
+    """Runs of one model and backend share their LOAD and BUILD entries: started side by side, all
+    but one would wait for the entry's lock. Taking the groups in turns keeps every worker busy;
+    larger models first, since a large model started last keeps one worker busy while the others
+    have nothing left to do."""
     groups: dict[tuple[str, str], list[RunSpec]] = {}
     for spec in specs:
         groups.setdefault((spec.model.path, spec.backend), []).append(spec)
     ordered = sorted(groups.values(), key=lambda group: -_size(group[0].model.path))
-    return [group[0] for group in ordered], {group[0].run: group[1:] for group in ordered}
+    rounds = itertools.zip_longest(*ordered)
+    return [spec for turn in rounds for spec in turn if spec is not None]
 
 
 def _size(path: str) -> int:
@@ -386,16 +366,6 @@ def _size(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
-
-
-def interleaved(specs: list[RunSpec]) -> list[RunSpec]:
-    """Runs of one model and backend share their LOAD and BUILD entries: started side by side, all
-    but one would wait for the entry's lock. Taking the groups in turns keeps every worker busy."""
-    groups: dict[tuple[str, str], list[RunSpec]] = {}
-    for spec in specs:
-        groups.setdefault((spec.model.path, spec.backend), []).append(spec)
-    rounds = itertools.zip_longest(*groups.values())
-    return [spec for turn in rounds for spec in turn if spec is not None]
 
 
 def _marker_pid(marker: Path) -> int | None:

@@ -243,6 +243,9 @@ def build(ctx: RunContext) -> BuildResult:
         "config": ctx.scoped(backend.name),
         "versions": ctx.versions(backend),
     }
+    backend.facts = backend.build_facts(ctx.target)
+    if backend.facts:  # absent otherwise: keys of backends that read no target fact stay as they were
+        parts["target"] = backend.facts
 
     def compute(out: Path) -> BuildResult:
         return backend.build(ctx.model.path, info, out, ctx.log(Stage.BUILD))

@@ -106,6 +106,15 @@ class RiscvGccComponent(AptComponent):
             raise SetupError(f"riscv_gcc: cannot assemble the C++ headers for bare metal: {err}") from None
 
 
+class RiscvLlvmComponent(AptComponent):
+    """GCC 12 has no RVV intrinsics (riscv_vector.h): vector ISAs' C comes from clang."""
+
+    name = "riscv_llvm"
+    help = "clang for RISC-V (Debian clang-19): the C of vector-ISA firmware (spike.toolchain=llvm)"
+    packages = ("clang-19",)
+    executable = "clang-19"
+
+
 class QemuComponent(AptComponent):
     name = "qemu"
     help = "QEMU system emulators (riscv32 virt, Arm MPS2/MPS3 boards)"
@@ -198,6 +207,13 @@ class CmsisComponent(GitComponent):
     help = "CMSIS_6 (its CMSIS/Core/Include headers, which CMSIS-NN includes) at the commit TFLM pins"
     default_url = "https://github.com/ARM-software/CMSIS_6"
     default_ref = "5782d6f8057906d360f4b95ec08a2354afe5c9b9"
+
+
+class MuriscvNnComponent(GitComponent):
+    name = "muriscv_nn"
+    help = "muRISCV-NN kernels (CMSIS-NN's API for RISC-V, scalar and RVV) for tflmi.kernels=muriscv_nn"
+    default_url = "https://github.com/tum-ei-eda/muriscv-nn"
+    default_ref = "4eb6a1f632745b385e415d39e21fd728003de1ac"
 
 
 class SpikeComponent(DirectoryComponent):

@@ -84,6 +84,9 @@ def stack_option(default: int = 16 * 1024) -> Option:
     return Option("stack_size", int, default, "bytes reserved for the stack (RAM stack)", min=1024, max=1 << 24)
 
 
+DSP_CORES = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")  # __ARM_FEATURE_DSP with their -mcpu
+
+
 class CortexMTarget(Target):
     """Base of Cortex-M targets: subclasses pick the core, the memory map and how to run."""
 
@@ -94,6 +97,9 @@ class CortexMTarget(Target):
 
     def memory_map(self) -> MemoryMap:
         raise NotImplementedError
+
+    def core_simd(self) -> str:
+        return "dsp" if self.core() in DSP_CORES else ""
 
     def counters(self) -> dict[str, bool]:
         """Which counters the firmware reads: `cycles` (DWT, probed) and/or `marks` (QEMU plugin)."""

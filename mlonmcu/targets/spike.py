@@ -18,7 +18,7 @@ class SpikeTarget(RiscvVirtTarget):
     def execute(self, elf: Path, log: Path) -> Completed:
         args: list[str | Path] = [
             self.tool("spike"),
-            f"--isa={self.opt('arch')}",
+            f"--isa={self.simulated_isa()}",
             f"-m0x{ROM_ORIGIN:x}:0x{self.memory_bytes:x}",
             elf,
         ]

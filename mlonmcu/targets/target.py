@@ -26,6 +26,12 @@ class Target(Plugin):
     def profile(self) -> TargetProfile:
         raise NotImplementedError
 
+    def core_simd(self) -> str:
+        """The SIMD extension of the target's core that kernels may be laid out for ("dsp": Arm's
+        DSP extension, "rvv": RISC-V vectors; "": none). A backend that reads it (build_facts)
+        builds once per value, not once per target."""
+        return ""
+
     def run_settings(self) -> dict[str, Any]:
         """What besides the ELF determines the output (part of the RUN key)."""
         return {k: v for k, v in self.config.items() if k.startswith(f"{self.name}.")}

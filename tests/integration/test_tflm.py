@@ -264,6 +264,45 @@ def test_cmsis_nn_kernels_equal_the_reference_kernels(cmsis_home, mlonmcu):
     assert any("cmsis_nn kernels" in path.read_text() for path in logs)
 
 
+@pytest.fixture(scope="session")
+def muriscv_nn_home(tflm_home: Path) -> Path:
+    """tflm_home with muRISCV-NN (from MLONMCU_MURISCV_NN_SRC, or as `mlonmcu setup muriscv_nn` installed it)."""
+    installed_or_skip(
+        tflm_home,
+        ("muriscv_nn",),
+        "no muRISCV-NN source tree: set MLONMCU_MURISCV_NN_SRC to a local checkout or mirror, or run "
+        "`mlonmcu setup muriscv_nn --source muriscv_nn=PATH`",
+    )
+    return tflm_home
+
+
+@pytest.mark.slow
+def test_muriscv_nn_kernels_equal_the_reference_kernels(muriscv_nn_home, mlonmcu):
+    """tflmi.kernels=muriscv_nn: scalar C on rv32imc, RVV on rv32gcv (clang) at two VLENs; the
+    outputs are the reference kernels' to the bit, and the vector library runs faster as VLEN grows."""
+    common = ("flow", "run", "kws_dscnn", "-b", "tflmi", "-t", "spike", "-f", "validate", "-c", "validate.samples=2")
+    code, output = mlonmcu(
+        *common, "-c", "tflmi.kernels=reference", "-c", "tflmi.kernels=muriscv_nn", "-H", muriscv_nn_home
+    )
+    assert code == 0, output
+    scalar = report(muriscv_nn_home).assign(kernels=lambda f: f.Config.str.extract(r"kernels=(\w+)")[0])
+    scalar = scalar.set_index("kernels")
+    code, output = mlonmcu(
+        *common, "-c", "tflmi.kernels=muriscv_nn", "-c", "spike.arch=rv32gcv",
+        "-c", "spike.vlen=128", "-c", "spike.vlen=512", "-H", muriscv_nn_home,
+    )  # fmt: skip
+    assert code == 0, output
+    vector = report(muriscv_nn_home)
+    vector = vector.assign(vlen=vector.Config.str.extract(r"vlen=(\d+)")[0].astype(int)).set_index("vlen")
+    runs = [(muriscv_nn_home, int(scalar.loc[k].Run)) for k in ("reference", "muriscv_nn")]
+    assert (scalar.Validation == "pass").all() and (vector.Validation == "pass").all(), output
+    assert all(map(np.array_equal, outputs(*runs[0]), outputs(*runs[1])))
+    reference, scalar_nn = (scalar.loc[k, "Run Instructions"] for k in ("reference", "muriscv_nn"))
+    vector_nn = vector.loc[128, "Run Instructions"]
+    assert reference > 1.5 * scalar_nn and scalar_nn > 1.5 * vector_nn, (reference, scalar_nn, vector_nn)
+    assert vector.loc[512, "Run Instructions"] < vector.loc[128, "Run Instructions"]
+
+
 def test_profile_shows_every_tflm_operator(tflm_home, mlonmcu):
     """-f profile on tflmi: each operator's Invoke in execution order, with the MACs the model
     says, summing to (almost) the whole inference."""

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from mlonmcu.backends.tflm.backend import TflmiBackend
-from mlonmcu.backends.tflm.cmsis_nn import DEFINITIONS, CmsisNn
+from mlonmcu.backends.tflm.cmsis_nn import DEFINITIONS, CmsisNn, replace_kernels
 from mlonmcu.errors import StageError
 from mlonmcu.setup.deps import Installed
 
@@ -21,13 +21,13 @@ def touch(root: Path, *paths: str) -> None:
 def test_each_kernel_with_a_cmsis_nn_version_is_swapped(tmp_path):
     touch(tmp_path, f"{KERNELS}/conv.cc", f"{KERNELS}/cmsis_nn/conv.cc", f"{KERNELS}/gather.cc")
     sources = [f"{KERNELS}/conv.cc", f"{KERNELS}/gather.cc", "tensorflow/lite/micro/micro_interpreter.cc"]
-    assert CmsisNn.replace_kernels(tmp_path, sources) == [
+    assert replace_kernels(tmp_path, sources) == [
         f"{KERNELS}/cmsis_nn/conv.cc",
         f"{KERNELS}/gather.cc",
         "tensorflow/lite/micro/micro_interpreter.cc",
     ]
     with pytest.raises(StageError, match="cannot use CMSIS-NN"):
-        CmsisNn.replace_kernels(tmp_path / "elsewhere", sources)
+        replace_kernels(tmp_path / "elsewhere", sources)
 
 
 def test_the_library_is_its_integer_sources(tmp_path):
@@ -58,3 +58,28 @@ def test_cmsis_nn_kernels_without_the_component_say_how_to_get_it():
     backend = TflmiBackend({"tflmi.kernels": "cmsis_nn"}, {})
     with pytest.raises(StageError, match=r"needs component\(s\) cmsis_nn, cmsis: run `mlonmcu setup cmsis_nn`"):
         backend.cmsis_nn()
+
+
+def test_muriscv_nn_is_its_integer_sources_through_the_cmsis_nn_glue(tmp_path):
+    from mlonmcu.backends.tflm.muriscv_nn import VECTOR_HEADER, MuriscvNn
+
+    root = tmp_path / "muriscv_nn"
+    touch(root, "Include/CMSIS/NN/Include/arm_nnfunctions.h", "Source/C/muriscv_nn_convolve_s8.c")
+    touch(root, "Source/S/muriscv_nn_svdf_get_buffer_sizes.c", "Source/S/muriscv_nn_svdf_get_buffer_sizes_s8.c")
+    touch(root, "Source/A/muriscv_nn_add_f32.c")
+    spec = MuriscvNn(root, "c" * 40).library()
+    # the duplicate of the _s8 buffer-size file and float kernels stay out
+    assert spec.sources == ("Source/C/muriscv_nn_convolve_s8.c", "Source/S/muriscv_nn_svdf_get_buffer_sizes_s8.c")
+    assert str(root / "Include" / "CMSIS" / "NN") in spec.include_dirs  # "Include/arm_nnfunctions.h"
+    assert spec.definitions == DEFINITIONS and str(VECTOR_HEADER) in spec.compile_flags
+    assert "__riscv_vector" in VECTOR_HEADER.read_text()  # vector paths only where clang compiles V
+    with pytest.raises(StageError, match="not a muRISCV-NN checkout"):
+        _ = MuriscvNn(tmp_path / "nothing", "c").sources
+
+
+def test_muriscv_nn_runs_are_keyed_by_its_commit_and_say_how_to_get_it():
+    components = {name: Installed(name, f"{name}-commit", f"/deps/{name}") for name in ("tflm", "muriscv_nn")}
+    versions = TflmiBackend({"tflmi.kernels": "muriscv_nn"}, components).versions(components)
+    assert versions["muriscv_nn"] == "muriscv_nn-commit" and "cmsis_nn" not in versions
+    with pytest.raises(StageError, match=r"needs component\(s\) muriscv_nn: run `mlonmcu setup muriscv_nn`"):
+        TflmiBackend({"tflmi.kernels": "muriscv_nn"}, {}).muriscv_nn()

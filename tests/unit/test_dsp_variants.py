@@ -1,7 +1,8 @@
-"""Codegen of kernels with a DSP variant: both under one name, the compiler's features choosing."""
+"""Codegen of kernels with SIMD variants: all under one name, the compiler's features choosing."""
 
 from mlonmcu.backends.tvm.codegen import _with_variants
-from mlonmcu.backends.tvm.integer.dsp import GUARD
+from mlonmcu.backends.tvm.integer import rvv
+from mlonmcu.backends.tvm.integer.dsp import DSP_VARIANT, GUARD
 
 SCALAR = """#include <math.h>
 #ifdef __cplusplus
@@ -29,7 +30,7 @@ void tvmgen_b(int8_t* x) {
 
 
 def test_the_scalar_kernel_is_kept_for_cores_without_dsp():
-    text = _with_variants(SCALAR, DSP, {"tvmgen_b"})
+    text = _with_variants(SCALAR, {DSP_VARIANT: (DSP, {"tvmgen_b"})})
     lines = text.splitlines()
     guarded = lines.index(f"#if !({GUARD})")
     assert lines[guarded + 1 : guarded + 5] == [
@@ -43,3 +44,14 @@ def test_the_scalar_kernel_is_kept_for_cores_without_dsp():
     assert dsp > guarded and "__smlad(1, 2, 3)" in text and lines[-1] == f"#endif /* {GUARD} */"
     assert text.count("void tvmgen_a(") == 1 and text.count("void tvmgen_b(") == 2
     assert lines.index("void tvmgen_a(int8_t* x) {") < guarded  # untouched, unguarded
+
+
+def test_a_kernel_with_dsp_and_rvv_variants_keeps_its_scalar_code_for_cores_with_neither():
+    vector = DSP.replace("__smlad(1, 2, 3)", "__riscv_vsetvl_e8m1(4)")
+    text = _with_variants(SCALAR, {DSP_VARIANT: (DSP, {"tvmgen_b"}), rvv.RVV_VARIANT: (vector, {"tvmgen_b"})})
+    lines = text.splitlines()
+    neither = f"!({GUARD}) && !({rvv.GUARD})"
+    assert f"#if {neither}" in lines and f"#endif /* {neither} */" in lines
+    assert lines.index(f"#if {GUARD}") < lines.index(f"#if {rvv.GUARD}")
+    assert "mlonmcu_rvv_conv2d(" in text  # the RVV prelude comes with its variants
+    assert text.count("void tvmgen_b(") == 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlonmcu.session.session import interleaved, led_by_largest
+from mlonmcu.session.session import interleaved
 from mlonmcu.session.spec import ModelRef, RunSpec, Stage
 
 
@@ -21,16 +21,15 @@ def test_groups_sharing_a_build_take_turns():
     assert interleaved([]) == []
 
 
-def test_leaders_of_larger_models_first_and_the_rest_wait_for_their_leader(tmp_path):
-    sizes = {"small": 10, "large": 1000, "medium": 100}
-    for name, size in sizes.items():
+def test_larger_models_go_first(tmp_path):
+    for name, size in {"small": 10, "large": 1000, "medium": 100}.items():
         (tmp_path / f"{name}.tflite").write_bytes(b"\0" * size)
 
-    def at(run: int, model: str, backend: str = "tvmaot") -> RunSpec:
+    def at(run: int, model: str) -> RunSpec:
         ref = ModelRef(model, str(tmp_path / f"{model}.tflite"), None)
-        return RunSpec(0, run, Path(str(run)), ref, "tflite", backend, "mlif", "spike", [], {}, {}, Stage.RUN, Path("c"))
+        return RunSpec(
+            0, run, Path(str(run)), ref, "tflite", "tvmaot", "mlif", "spike", [], {}, {}, Stage.RUN, Path("c")
+        )
 
-    specs = [at(0, "small"), at(1, "small"), at(2, "large"), at(3, "medium"), at(4, "large"), at(5, "large", "tflmi")]
-    leaders, followers = led_by_largest(specs)
-    assert [s.run for s in leaders] == [2, 5, 3, 0]  # by model size; ties keep their order
-    assert {run: [s.run for s in rest] for run, rest in followers.items()} == {2: [4], 5: [], 3: [], 0: [1]}
+    specs = [at(0, "small"), at(1, "small"), at(2, "large"), at(3, "medium"), at(4, "large")]
+    assert [s.run for s in interleaved(specs)] == [2, 3, 0, 4, 1]

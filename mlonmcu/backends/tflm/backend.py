@@ -11,6 +11,7 @@ from pathlib import Path
 
 from mlonmcu.backends.backend import Backend
 from mlonmcu.backends.tflm import cmsis_nn
+from mlonmcu.backends.tflm.muriscv_nn import MuriscvNn
 from mlonmcu.backends.tflm.tree import CORE_OPTIMIZATION, CXX_FLAGS, DEFINITIONS, TflmTree
 from mlonmcu.config import Option
 from mlonmcu.contracts import BuildResult, KernelInfo, LibrarySpec, ModelInfo
@@ -21,6 +22,7 @@ from mlonmcu.models.tflite_graph import read_graph, unrunnable_message
 from mlonmcu.platforms.templates import c_byte_lines, render
 
 PROBE_DEFAULT_ARENA = 1 << 20
+KERNEL_COMPONENTS = {"reference": (), "cmsis_nn": ("cmsis_nn", "cmsis"), "muriscv_nn": ("muriscv_nn",)}
 STATUS_MESSAGES = {
     -10: "the model's TFLite schema version is not the one TFLM was built for",
     -11: "the op resolver refused an operator (resolver full?)",
@@ -46,28 +48,39 @@ class TflmiBackend(Backend):
             "kernels",
             str,
             "reference",
-            "TFLM's kernels: reference, or cmsis_nn (TFLM's CMSIS-NN kernels: SIMD on Cortex-M4/M7/M33/M55, "
-            "portable C elsewhere; `mlonmcu setup cmsis_nn`)",
-            choices=("reference", "cmsis_nn"),
+            "TFLM's kernels: reference; cmsis_nn (TFLM's CMSIS-NN kernels: SIMD on Cortex-M4/M7/M33/M55, "
+            "portable C elsewhere; `mlonmcu setup cmsis_nn`); muriscv_nn (the same glue on muRISCV-NN: RVV on "
+            "vector ISAs, scalar C elsewhere; `mlonmcu setup muriscv_nn`)",
+            choices=("reference", "cmsis_nn", "muriscv_nn"),
         ),
     )
     requires = ("tflm", "flatbuffers", "gemmlowp")
-    optional = ("cmsis_nn", "cmsis")  # with tflmi.kernels=cmsis_nn
+    optional = ("cmsis_nn", "cmsis", "muriscv_nn")  # with tflmi.kernels=cmsis_nn / muriscv_nn
 
     def used_components(self) -> tuple[str, ...]:
-        """CMSIS-NN's commits key only the runs that use it: installing it changes no other run."""
-        return self.requires + (self.optional if self.opt("kernels") == "cmsis_nn" else ())
+        """A kernel library's commits key only the runs that use it: installing it changes no other run."""
+        return self.requires + KERNEL_COMPONENTS[self.opt("kernels")]
+
+    def _kernel_components(self) -> list[str]:
+        """The commits of the chosen kernel library's components, or an error saying how to install them."""
+        kernels = self.opt("kernels")
+        names = KERNEL_COMPONENTS[kernels]
+        absent = [c for c in names if c not in self.components]
+        if absent:
+            offline = " ".join(f"--source {c}=PATH_OR_URL[@REF]" for c in names)
+            raise StageError(
+                f"tflmi.kernels={kernels} needs component(s) {', '.join(absent)}: run `mlonmcu setup {names[0]}` "
+                f"(offline: {offline})"
+            )
+        return [self.components[c].version.split()[0] for c in names]
 
     def cmsis_nn(self) -> cmsis_nn.CmsisNn:
-        absent = [c for c in self.optional if c not in self.components]
-        if absent:
-            raise StageError(
-                f"tflmi.kernels=cmsis_nn needs component(s) {', '.join(absent)}: run `mlonmcu setup cmsis_nn` "
-                "(offline: --source cmsis_nn=PATH_OR_URL[@REF] --source cmsis=PATH_OR_URL[@REF])"
-            )
-        library, core = (self.components[c] for c in self.optional)
-        commits = (library.version.split()[0], core.version.split()[0])
-        return cmsis_nn.CmsisNn(Path(library.location), Path(core.location), commits)
+        library, core = self._kernel_components()
+        return cmsis_nn.CmsisNn(Path(self.tool("cmsis_nn")), Path(self.tool("cmsis")), (library, core))
+
+    def muriscv_nn(self) -> MuriscvNn:
+        (commit,) = self._kernel_components()
+        return MuriscvNn(Path(self.tool("muriscv_nn")), commit)
 
     def tree(self) -> TflmTree:
         tflm, flatbuffers, gemmlowp = (self.components[c] for c in self.requires)
@@ -102,9 +115,9 @@ class TflmiBackend(Backend):
         include_dirs = tree.include_dirs(headers)
         definitions: tuple[str, ...] = DEFINITIONS
         libraries: list[LibrarySpec] = []
-        if self.opt("kernels") == "cmsis_nn":
-            kernels = self.cmsis_nn()
-            sources = kernels.replace_kernels(tree.root, sources)
+        if self.opt("kernels") != "reference":  # both libraries go through TFLM's CMSIS-NN glue
+            kernels = self.cmsis_nn() if self.opt("kernels") == "cmsis_nn" else self.muriscv_nn()
+            sources = cmsis_nn.replace_kernels(tree.root, sources)
             include_dirs += kernels.include_dirs
             definitions += cmsis_nn.DEFINITIONS
             libraries.append(kernels.library())

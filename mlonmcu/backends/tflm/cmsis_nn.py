@@ -64,16 +64,16 @@ class CmsisNn:
             compile_flags=(KERNEL_OPTIMIZATION,),  # as TFLM's kernels
         )
 
-    @staticmethod
-    def replace_kernels(tflm_root: Path, sources: list[str]) -> list[str]:
-        """TFLM's library sources with each reference kernel that has a CMSIS-NN version swapped."""
-        swapped = []
-        for source in sources:
-            if source.startswith(KERNELS + "/") and source.count("/") == KERNELS.count("/") + 1:
-                optimized = f"{KERNELS}/cmsis_nn/{source.rsplit('/', 1)[1]}"
-                if (tflm_root / optimized).is_file():
-                    source = optimized
-            swapped.append(source)
-        if swapped == sources:
-            raise StageError(f"{tflm_root} has no {KERNELS}/cmsis_nn/ kernels: this TFLM cannot use CMSIS-NN")
-        return swapped
+
+def replace_kernels(tflm_root: Path, sources: list[str]) -> list[str]:
+    """TFLM's library sources with each reference kernel that has a CMSIS-NN version swapped."""
+    swapped = []
+    for source in sources:
+        if source.startswith(KERNELS + "/") and source.count("/") == KERNELS.count("/") + 1:
+            optimized = f"{KERNELS}/cmsis_nn/{source.rsplit('/', 1)[1]}"
+            if (tflm_root / optimized).is_file():
+                source = optimized
+        swapped.append(source)
+    if swapped == sources:
+        raise StageError(f"{tflm_root} has no {KERNELS}/cmsis_nn/ kernels: this TFLM cannot use CMSIS-NN")
+    return swapped

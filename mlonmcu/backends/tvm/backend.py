@@ -72,10 +72,12 @@ class TvmAotBackend(Backend):
             "simd",
             str,
             "auto",
-            "integer kernels' SIMD variants, which the compiler takes where the core has the Arm DSP extension "
-            "(M4/M7/M33/M55): auto = FULLY_CONNECTED (free elsewhere); dsp = convolutions too (their weight layout "
-            "costs other cores 3-6% instructions); off = scalar C only, to compare",
-            choices=("auto", "dsp", "off"),
+            "integer kernels' SIMD variants, which the compiler takes where the core has them: auto = laid out "
+            "for the target's core (Arm DSP CONV_2D and FULLY_CONNECTED on M4/M7/M33/M55, RVV conv/depthwise/dense "
+            "in blocks of 64 output channels on vector ISAs, scalar layouts elsewhere: one BUILD per kind of core); "
+            "dsp / rvv = those layouts for every target (slower on cores without the extension); off = scalar C "
+            "only, to compare",
+            choices=("auto", "dsp", "rvv", "off"),
         ),
     )
     requires = ("tvm",)
@@ -145,7 +147,15 @@ class TvmAotBackend(Backend):
         mod, report = lower_integer(mod, self.schedule())
         return mod, report.float_summary() or "none", importer
 
+    def build_facts(self, target: Any) -> dict[str, str]:
+        """simd=auto lays the kernels out for the core: its SIMD extension keys the BUILD."""
+        simd = target.core_simd() if self.opt("simd") == "auto" else ""
+        return {"simd": simd} if simd else {}
+
     def schedule(self) -> Schedule:
+        simd = self.opt("simd")
+        if simd == "auto":  # the layouts of the core's extension (build_facts), free variants elsewhere
+            simd = self.facts.get("simd", "auto")
         return Schedule(
             conv_block=self.opt("conv_block"),
             conv_pixels=self.opt("conv_pixels"),
@@ -154,7 +164,7 @@ class TvmAotBackend(Backend):
             dense_block=self.opt("dense_block"),
             fc_requant=self.opt("arithmetic") if self.opt("fc_requant") == "auto" else self.opt("fc_requant"),
             tables=self.opt("arithmetic"),
-            simd=self.opt("simd"),
+            simd=simd,
         )
 
     @staticmethod

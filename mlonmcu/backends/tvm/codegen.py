@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Callable
 from typing import Any
 
-from mlonmcu.backends.tvm.integer.dsp import DSP_VARIANT, GUARD, PRELUDE
+from mlonmcu.backends.tvm.integer import dsp, rvv
 from mlonmcu.backends.tvm.kernel_info import ATTR_OPS
 
 KERNEL_PREFIX = "tvmgen_"
@@ -113,24 +114,37 @@ def _exact_float_literals(func: Any) -> Any:
     return tvm_ffi.structural_map(func, (tirx.FloatImm, replace))
 
 
-def split_variants(prims: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The kernels without their DSP variants (integer/dsp.py), and the variants by kernel name."""
-    plain, variants = {}, {}
+# SIMD variants of a kernel (PrimFunc attribute → the guard the compiler decides it by, and what
+# the variants' C needs before them): integer/dsp.py, integer/rvv.py
+VARIANT_KINDS: dict[str, tuple[str, Callable[[], str]]] = {
+    dsp.DSP_VARIANT: (dsp.GUARD, lambda: dsp.PRELUDE),
+    rvv.RVV_VARIANT: (rvv.GUARD, rvv.prelude),
+}
+
+
+def split_variants(prims: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The kernels without their SIMD variants, and the variants: attribute → kernel name → PrimFunc."""
+    plain: dict[str, Any] = {}
+    variants: dict[str, dict[str, Any]] = {}
     for name, func in prims.items():
-        if func.attrs is not None and DSP_VARIANT in func.attrs:
-            variants[name] = func.attrs[DSP_VARIANT]
-            func = func.without_attr(DSP_VARIANT)
+        for attr in VARIANT_KINDS:
+            if func.attrs is not None and attr in func.attrs:
+                variants.setdefault(attr, {})[name] = func.attrs[attr]
+                func = func.without_attr(attr)
         plain[name] = func
     return plain, variants
 
 
-def lower_kernels(prims: dict[str, Any], target: Any, variants: dict[str, Any] | None = None) -> str:
-    """C source of all kernels, named KERNEL_PREFIX + name. A kernel with a DSP variant is emitted
-    twice under one name, the compiler's target features choosing."""
+def lower_kernels(prims: dict[str, Any], target: Any, variants: dict[str, dict[str, Any]] | None = None) -> str:
+    """C source of all kernels, named KERNEL_PREFIX + name. A kernel with SIMD variants is emitted
+    once per variant and once plain under one name, the compiler's target features choosing."""
     source = _lower(prims, target)
     if not variants:
         return source
-    return _with_variants(source, _lower(variants, target), {KERNEL_PREFIX + name for name in variants})
+    lowered = {
+        attr: (_lower(funcs, target), {KERNEL_PREFIX + name for name in funcs}) for attr, funcs in variants.items()
+    }
+    return _with_variants(source, lowered)
 
 
 _DEFINITION = re.compile(r"^(?:void|int32_t) (tvmgen_\w+)\(.*\{$")
@@ -151,22 +165,30 @@ def _definitions(source: str) -> tuple[list[str], dict[str, tuple[int, int]]]:
     return lines, found
 
 
-def _with_variants(scalar: str, dsp: str, names: set[str]) -> str:
+def _with_variants(scalar: str, lowered: dict[str, tuple[str, set[str]]]) -> str:
+    """The plain kernels, each with variants under `#if` none of their guards; then per kind its
+    prelude and variants under its guard."""
     lines, ranges = _definitions(scalar)
-    starts = {ranges[name][0] for name in names}
-    ends = {ranges[name][1] - 1 for name in names}
+    guards: dict[str, list[str]] = {}
+    for attr, (_, names) in lowered.items():
+        for name in names:
+            guards.setdefault(name, []).append(VARIANT_KINDS[attr][0])
+    opening = {ranges[name][0]: " && ".join(f"!({g})" for g in kinds) for name, kinds in guards.items()}
+    closing = {ranges[name][1] - 1: opening[ranges[name][0]] for name in guards}
     out: list[str] = []
     for index, line in enumerate(lines):
-        if index in starts:
-            out.append(f"#if !({GUARD})")
+        if index in opening:
+            out.append(f"#if {opening[index]}")
         out.append(line)
-        if index in ends:
-            out.append(f"#endif /* !({GUARD}) */")
-    dsp_lines, dsp_ranges = _definitions(dsp)
-    out += [f"#if {GUARD}", PRELUDE.rstrip()]
-    for first, last in dsp_ranges.values():
-        out += dsp_lines[first:last]
-    out.append(f"#endif /* {GUARD} */")
+        if index in closing:
+            out.append(f"#endif /* {closing[index]} */")
+    for attr, (source, _) in lowered.items():
+        guard, prelude = VARIANT_KINDS[attr]
+        variant_lines, variant_ranges = _definitions(source)
+        out += [f"#if {guard}", prelude().rstrip()]
+        for first, last in variant_ranges.values():
+            out += variant_lines[first:last]
+        out.append(f"#endif /* {guard} */")
     return "\n".join(out)
 
 

@@ -1,4 +1,5 @@
-/* Bare-metal start-up for RV32 on Spike and QEMU virt: stack, gp, trap vector, FPU, .data/.bss. */
+/* Bare-metal start-up for RV32 on Spike and QEMU virt: stack, gp, trap vector, FPU, vector unit,
+   .data/.bss. */
   .section .text.init, "ax", @progbits
   .globl _start
 _start:
@@ -13,6 +14,10 @@ _start:
   li t0, 0x2000           /* mstatus.FS = initial: enable the FPU */
   csrs mstatus, t0
   csrw fcsr, zero
+#endif
+#ifdef __riscv_vector
+  li t0, 0x200            /* mstatus.VS = initial: enable the vector unit */
+  csrs mstatus, t0
 #endif
   /* copy .data from its load address in ROM to RAM */
   la t0, __data_load

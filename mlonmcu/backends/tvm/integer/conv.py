@@ -69,6 +69,17 @@ class ConvSpec:
         return self.input_shape[3] * self.block
 
     @property
+    def weight_shape(self) -> tuple[int, ...]:
+        """The packed weights' shape (pack_conv_weights, pack_depthwise_weights)."""
+        kh, kw = self.kernel
+        cin = self.input_shape[3]
+        if self.depthwise:
+            return (kh, kw, self.channel_blocks * self.block)
+        if self.quad:
+            return (self.channel_blocks, kh, kw, cin // 4, self.block, 4)
+        return (self.channel_blocks, kh, kw, cin, self.block)
+
+    @property
     def quad(self) -> bool:
         """Input channels in fours (weights [Cout/B][KH][KW][Cin/4][B][4]): what the DSP variant
         (integer/dsp.py) needs, one 32-bit word per four channels. The scalar kernel reads it too,
@@ -316,15 +327,8 @@ def conv_kernel(spec: ConvSpec, dsp_step: Any = None) -> Any:
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
-    kh, kw = spec.kernel
     channels = spec.channel_blocks * spec.block
-    cin = spec.input_shape[3]
-    if spec.depthwise:
-        weight_shape: tuple[int, ...] = (kh, kw, channels)
-    elif spec.quad:
-        weight_shape = (spec.channel_blocks, kh, kw, cin // 4, spec.block, 4)
-    else:
-        weight_shape = (spec.channel_blocks, kh, kw, cin, spec.block)
+    weight_shape = spec.weight_shape
     quant_rows, quant_width = spec.table.values.shape
     op = "DEPTHWISE_CONV_2D" if spec.depthwise else "CONV_2D"
     with IRBuilder() as ib, prim_func(spec.name, [op], spec.macs):

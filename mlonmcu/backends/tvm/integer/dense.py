@@ -26,6 +26,7 @@ class DenseSpec:
     block: int
     requant: str = "litert"
     uniform_quant: bool = False  # one requantization row for all outputs (per-tensor weights)
+    fours: bool = True  # weights in fours of inputs where the inputs allow (quad_layout)
 
     @property
     def inputs(self) -> int:
@@ -77,27 +78,39 @@ def pack_weights(spec: DenseSpec, weights_oi: np.ndarray) -> np.ndarray:
 
 def quad_layout(spec: DenseSpec) -> bool:
     """Whether the weights are packed in fours (pack_quad_weights): inputs a multiple of 4."""
-    return spec.inputs % 4 == 0
+    return spec.fours and spec.inputs % 4 == 0
 
 
-def store_outputs(spec: DenseSpec, acc: Any, quant: Any, y: Any, b: Any, ob: Any) -> None:
-    """Requantize one register block of accumulators and store it (the tail block guarded)."""
+def store_outputs(spec: DenseSpec, acc: Any, quant: Any, y: Any, b: Any, ob: Any, unrolled: bool = True) -> None:
+    """Requantize one register block of accumulators and store it (the tail block guarded);
+    `unrolled=False`: a loop over the block, for accumulators in memory (wide vector blocks)."""
     from tvm.script.ir_builder import tirx as T
 
     block = spec.block
+    if not unrolled:
+        with T.serial(0, block) as j:
+            _store_output(spec, acc, quant, y, b, ob, j)
+        return
     for j in range(block):
-        o = ob * block + j
-        row = 0 if spec.uniform_quant else o
-        if spec.requant == "litert":
-            scaled = round_double_product(acc[j], quant[row, 0], quant[row, 1], quant[row, 2])
-        else:
-            scaled = multiply_by_quantized_multiplier(acc[j], quant[row, 0], quant[row, 1])
-        value = clamp(scaled + spec.output_offset, spec.act_min, spec.act_max)
-        if spec.outputs % block:
-            with T.If(o < spec.outputs), T.Then():
-                store_int8(y, value, [b * spec.outputs + o])
-        else:
+        _store_output(spec, acc, quant, y, b, ob, j)
+
+
+def _store_output(spec: DenseSpec, acc: Any, quant: Any, y: Any, b: Any, ob: Any, j: Any) -> None:
+    from tvm.script.ir_builder import tirx as T
+
+    block = spec.block
+    o = ob * block + j
+    row = 0 if spec.uniform_quant else o
+    if spec.requant == "litert":
+        scaled = round_double_product(acc[j], quant[row, 0], quant[row, 1], quant[row, 2])
+    else:
+        scaled = multiply_by_quantized_multiplier(acc[j], quant[row, 0], quant[row, 1])
+    value = clamp(scaled + spec.output_offset, spec.act_min, spec.act_max)
+    if spec.outputs % block:
+        with T.If(o < spec.outputs), T.Then():
             store_int8(y, value, [b * spec.outputs + o])
+    else:
+        store_int8(y, value, [b * spec.outputs + o])
 
 
 def dense_args(spec: DenseSpec) -> tuple[Any, Any, Any, Any, Any]:

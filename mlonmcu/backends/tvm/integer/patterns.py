@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer import conv, dense, dsp, elementwise, pooling, softmax
+from mlonmcu.backends.tvm.integer import conv, dense, dsp, elementwise, pooling, rvv, softmax
 from mlonmcu.backends.tvm.integer.fixedpoint import (
     double_multiplier,
     per_channel_multipliers,
@@ -50,8 +50,9 @@ class Schedule:
     dense_block: int = 8
     fc_requant: str = "litert"  # FULLY_CONNECTED rounding: "litert" (reference kernels) or "tflm"
     tables: str = "litert"  # int8 LOGISTIC/TANH: LiteRT's float32 tables or TFLM's fixed point
-    # SIMD variants the compiler takes where the core has them (integer/dsp.py): auto = those that
-    # cost other cores nothing (FULLY_CONNECTED), dsp = convolutions too, off = none
+    # SIMD variants the compiler takes where the core has them (integer/dsp.py, integer/rvv.py):
+    # auto = those that cost other cores nothing, dsp = Arm DSP convolutions too, rvv = conv weights
+    # in blocks as wide as the vector lanes, off = none
     simd: str = "auto"
 
 
@@ -135,6 +136,8 @@ def conv_lowering(
         block, pixels = schedule.few_channels_block, schedule.few_channels_pixels
     else:
         block, pixels = schedule.conv_block, schedule.conv_pixels
+    if schedule.simd == "rvv" and not depthwise:  # the vector lanes are a block's output channels
+        block, pixels = min(channels, rvv.CONV_BLOCK), 1
     spec = conv.ConvSpec(
         name=name,
         input_shape=in_shape,
@@ -171,6 +174,8 @@ def conv_lowering(
     kernel = conv.conv_kernel(spec)
     if spec.quad:
         kernel = kernel.with_attr(dsp.DSP_VARIANT, conv.conv_kernel(spec, dsp.conv_dsp_step))
+    elif schedule.simd != "off":
+        kernel = kernel.with_attr(rvv.RVV_VARIANT, rvv.conv_rvv_kernel(spec))
     return Lowered(None, op, kernel, args, shape)
 
 
@@ -201,9 +206,10 @@ def dense_lowering(
         output_offset=out.zero_point,
         act_min=out.act_min,
         act_max=out.act_max,
-        block=schedule.dense_block,
+        block=min(outputs, rvv.DENSE_BLOCK) if schedule.simd == "rvv" else schedule.dense_block,
         requant=schedule.fc_requant,
         uniform_quant=uniform,
+        fours=schedule.simd != "rvv",  # the vector lanes are outputs: [O/B][I][B]
     )
     args = [
         x.value,
@@ -214,6 +220,8 @@ def dense_lowering(
     kernel = dense.dense_kernel(spec)
     if schedule.simd != "off" and dense.quad_layout(spec):
         kernel = kernel.with_attr(dsp.DSP_VARIANT, dsp.dense_dsp_kernel(spec))
+    elif schedule.simd != "off":
+        kernel = kernel.with_attr(rvv.RVV_VARIANT, rvv.dense_rvv_kernel(spec))
     return Lowered(None, "FULLY_CONNECTED", kernel, args, shape)
 
 

@@ -1,0 +1,168 @@
+/* RISC-V vector (RVV 1.0, V or Zve32x and up) variants of tvmaot's integer kernels, pasted into
+   the kernels' C under `#if defined(__riscv_vector)` (integer/rvv.py). Vector-length agnostic: each
+   loop asks vsetvl how many channels fit, so one ELF runs on every VLEN.
+
+   Same arithmetic as the scalar kernels (integer/conv.py, fixedpoint.requantize): the accumulator
+   starts at the bias and adds (x + input offset) * w for every tap inside the input, in int32 that
+   wraps like C; the requantization reads the same table [2M as uint32, right shift, rounding term
+   with the zero point folded in, (left shift)] and rounds the same way. Output channels (conv) or
+   channels (depthwise) are the vector lanes, e32 with LMUL 4. */
+#include <riscv_vector.h>
+#include <stdint.h>
+
+typedef struct {
+  int32_t height, width, channels;     /* input */
+  int32_t out_height, out_width, outputs;
+  int32_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+  int32_t block;                       /* conv: output channels per packed weight block */
+  int32_t input_offset, act_min, act_max;
+  int32_t quant_width, uniform, left_shift, always_right, zero_point, zero_point_folded;
+} mlonmcu_rvv_conv_t;
+
+/* Requantize vl accumulators of channels [channel, channel + vl), clamp and store them as int8. */
+static inline void mlonmcu_rvv_requantize_store(vint32m4_t acc, const int32_t *quant, int32_t channel,
+                                                const mlonmcu_rvv_conv_t *p, int8_t *out, size_t vl) {
+  const int32_t *row = p->uniform ? quant : quant + channel * p->quant_width;
+  const ptrdiff_t stride = p->uniform ? 0 : (ptrdiff_t)p->quant_width * 4;
+  if (p->left_shift) {
+    vuint32m4_t left = __riscv_vreinterpret_v_i32m4_u32m4(__riscv_vlse32_v_i32m4(row + 3, stride, vl));
+    acc = __riscv_vsll_vv_i32m4(acc, left, vl);
+  }
+  vuint32m4_t doubled = __riscv_vreinterpret_v_i32m4_u32m4(__riscv_vlse32_v_i32m4(row, stride, vl));
+  /* floor((acc * M + 2^30) / 2^31): high word of acc * 2M plus bit 31 of its low word */
+  vint32m4_t high = __riscv_vmulhsu_vv_i32m4(acc, doubled, vl);
+  vuint32m4_t low = __riscv_vmul_vv_u32m4(__riscv_vreinterpret_v_i32m4_u32m4(acc), doubled, vl);
+  high = __riscv_vadd_vv_i32m4(high, __riscv_vreinterpret_v_u32m4_i32m4(__riscv_vsrl_vx_u32m4(low, 31, vl)), vl);
+  vint32m4_t right = __riscv_vlse32_v_i32m4(row + 1, stride, vl);
+  vint32m4_t term = __riscv_vlse32_v_i32m4(row + 2, stride, vl);
+  /* (high + term - (high < 0)) >> right: half away from zero, zero point folded into term */
+  vint32m4_t sum = __riscv_vadd_vv_i32m4(__riscv_vadd_vv_i32m4(high, term, vl), __riscv_vsra_vx_i32m4(high, 31, vl), vl);
+  vint32m4_t value = __riscv_vsra_vv_i32m4(sum, __riscv_vreinterpret_v_i32m4_u32m4(right), vl);
+  if (!p->zero_point_folded) value = __riscv_vadd_vx_i32m4(value, p->zero_point, vl);
+  if (!p->always_right) {
+    vbool8_t shifts = __riscv_vmsgt_vx_i32m4_b8(right, 0, vl);
+    value = __riscv_vmerge_vvm_i32m4(__riscv_vadd_vx_i32m4(high, p->zero_point, vl), value, shifts, vl);
+  }
+  value = __riscv_vmin_vx_i32m4(__riscv_vmax_vx_i32m4(value, p->act_min, vl), p->act_max, vl);
+  vint16m2_t half = __riscv_vncvt_x_x_w_i16m2(value, vl);
+  __riscv_vse8_v_i8m1(out, __riscv_vncvt_x_x_w_i8m1(half, vl), vl);
+}
+
+/* Kernel taps [lo, hi) of one axis that fall inside the input for a window starting at origin. */
+static inline void mlonmcu_rvv_window(int32_t origin, int32_t size, int32_t kernel, int32_t dilation,
+                                      int32_t *lo, int32_t *hi) {
+  int32_t first = origin < 0 ? (-origin + dilation - 1) / dilation : 0;
+  int32_t last = (size - origin + dilation - 1) / dilation;
+  if (last > kernel) last = kernel;
+  *lo = first;
+  *hi = last > first ? last : first;
+}
+
+/* CONV_2D, weights [Cout/B][KH][KW][Cin][B]: per output pixel and strip of output channels, each
+   input value (a scalar) times a vector of B-contiguous weights. */
+static inline int32_t mlonmcu_rvv_conv(const int8_t *x, const int8_t *w, const int32_t *bias,
+                                       const int32_t *quant, int8_t *y, int32_t batches,
+                                       const mlonmcu_rvv_conv_t *p) {
+  const int32_t tap_size = p->channels * p->block;
+  const int32_t block_size = p->kernel_h * p->kernel_w * tap_size;
+  for (int32_t n = 0; n < batches; ++n)
+    for (int32_t oh = 0; oh < p->out_height; ++oh) {
+      const int32_t ih0 = oh * p->stride_h - p->pad_top;
+      int32_t kh_lo, kh_hi;
+      mlonmcu_rvv_window(ih0, p->height, p->kernel_h, p->dilation_h, &kh_lo, &kh_hi);
+      for (int32_t ow = 0; ow < p->out_width; ++ow) {
+        const int32_t iw0 = ow * p->stride_w - p->pad_left;
+        int32_t kw_lo, kw_hi;
+        mlonmcu_rvv_window(iw0, p->width, p->kernel_w, p->dilation_w, &kw_lo, &kw_hi);
+        int8_t *out = y + ((n * p->out_height + oh) * p->out_width + ow) * p->outputs;
+        for (int32_t channel = 0; channel < p->outputs;) {
+          const int32_t cb = channel / p->block, lane = channel % p->block;
+          int32_t left = p->block - lane, rest = p->outputs - channel;
+          size_t vl = __riscv_vsetvl_e32m4((size_t)(left < rest ? left : rest));
+          vint32m4_t acc = __riscv_vle32_v_i32m4(bias + channel, vl);
+          for (int32_t kh = kh_lo; kh < kh_hi; ++kh)
+            for (int32_t kw = kw_lo; kw < kw_hi; ++kw) {
+              const int8_t *xp = x + ((n * p->height + ih0 + kh * p->dilation_h) * p->width + iw0 + kw * p->dilation_w) * p->channels;
+              const int8_t *wp = w + cb * block_size + (kh * p->kernel_w + kw) * tap_size + lane;
+              for (int32_t c = 0; c < p->channels; ++c) {
+                vint16m2_t weights = __riscv_vsext_vf2_i16m2(__riscv_vle8_v_i8m1(wp + c * p->block, vl), vl);
+                acc = __riscv_vwmacc_vx_i32m4(acc, (int16_t)(xp[c] + p->input_offset), weights, vl);
+              }
+            }
+          mlonmcu_rvv_requantize_store(acc, quant, channel, p, out + channel, vl);
+          channel += (int32_t)vl;
+        }
+      }
+    }
+  return 0;
+}
+
+/* DEPTHWISE_CONV_2D (multiplier 1), weights [KH][KW][C padded]: channels are the lanes. */
+static inline int32_t mlonmcu_rvv_depthwise(const int8_t *x, const int8_t *w, const int32_t *bias,
+                                            const int32_t *quant, int8_t *y, int32_t batches,
+                                            const mlonmcu_rvv_conv_t *p) {
+  const int32_t padded = (p->channels + p->block - 1) / p->block * p->block;
+  for (int32_t n = 0; n < batches; ++n)
+    for (int32_t oh = 0; oh < p->out_height; ++oh) {
+      const int32_t ih0 = oh * p->stride_h - p->pad_top;
+      int32_t kh_lo, kh_hi;
+      mlonmcu_rvv_window(ih0, p->height, p->kernel_h, p->dilation_h, &kh_lo, &kh_hi);
+      for (int32_t ow = 0; ow < p->out_width; ++ow) {
+        const int32_t iw0 = ow * p->stride_w - p->pad_left;
+        int32_t kw_lo, kw_hi;
+        mlonmcu_rvv_window(iw0, p->width, p->kernel_w, p->dilation_w, &kw_lo, &kw_hi);
+        int8_t *out = y + ((n * p->out_height + oh) * p->out_width + ow) * p->channels;
+        for (int32_t channel = 0; channel < p->channels;) {
+          size_t vl = __riscv_vsetvl_e32m4((size_t)(p->channels - channel));
+          vint32m4_t acc = __riscv_vle32_v_i32m4(bias + channel, vl);
+          for (int32_t kh = kh_lo; kh < kh_hi; ++kh)
+            for (int32_t kw = kw_lo; kw < kw_hi; ++kw) {
+              const int8_t *xp = x + ((n * p->height + ih0 + kh * p->dilation_h) * p->width + iw0 + kw * p->dilation_w) * p->channels + channel;
+              const int8_t *wp = w + (kh * p->kernel_w + kw) * padded + channel;
+              vint16m2_t inputs = __riscv_vadd_vx_i16m2(__riscv_vsext_vf2_i16m2(__riscv_vle8_v_i8m1(xp, vl), vl), (int16_t)p->input_offset, vl);
+              vint16m2_t weights = __riscv_vsext_vf2_i16m2(__riscv_vle8_v_i8m1(wp, vl), vl);
+              acc = __riscv_vwmacc_vv_i32m4(acc, inputs, weights, vl);
+            }
+          mlonmcu_rvv_requantize_store(acc, quant, channel, p, out + channel, vl);
+          channel += (int32_t)vl;
+        }
+      }
+    }
+  return 0;
+}
+
+/* What the kernels' C calls (every argument a compile-time constant but the buffers). */
+static inline int32_t mlonmcu_rvv_conv2d(const int8_t *x, const int8_t *w, const int32_t *bias,
+                                         const int32_t *quant, int8_t *y, int32_t depthwise, int32_t batches,
+                                         int32_t height, int32_t width, int32_t channels, int32_t out_height,
+                                         int32_t out_width, int32_t outputs, int32_t kernel_h, int32_t kernel_w,
+                                         int32_t stride_h, int32_t stride_w, int32_t dilation_h, int32_t dilation_w,
+                                         int32_t pad_top, int32_t pad_left, int32_t block, int32_t input_offset,
+                                         int32_t act_min, int32_t act_max, int32_t quant_width, int32_t uniform,
+                                         int32_t left_shift, int32_t always_right, int32_t zero_point,
+                                         int32_t zero_point_folded) {
+  const mlonmcu_rvv_conv_t p = {height, width, channels, out_height, out_width, outputs, kernel_h, kernel_w,
+                                stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, block,
+                                input_offset, act_min, act_max, quant_width, uniform, left_shift,
+                                always_right, zero_point, zero_point_folded};
+  return depthwise ? mlonmcu_rvv_depthwise(x, w, bias, quant, y, batches, &p)
+                   : mlonmcu_rvv_conv(x, w, bias, quant, y, batches, &p);
+}
+
+/* FULLY_CONNECTED's multiply-accumulate for one block of outputs, weights [I][B] (the block's
+   slice of [O/B][I][B]): acc[j] = bias[j] + sum_i (x[i] + offset) * w[i][j] for j < count, the
+   outputs as lanes; the kernel requantizes acc as its scalar twin does. */
+static inline int32_t mlonmcu_rvv_dense_block(int32_t *acc, const int8_t *x, const int8_t *w, const int32_t *bias,
+                                              int32_t inputs, int32_t block, int32_t count, int32_t input_offset) {
+  for (int32_t j = 0; j < count;) {
+    size_t vl = __riscv_vsetvl_e32m4((size_t)(count - j));
+    vint32m4_t sum = __riscv_vle32_v_i32m4(bias + j, vl);
+    for (int32_t i = 0; i < inputs; ++i) {
+      vint16m2_t weights = __riscv_vsext_vf2_i16m2(__riscv_vle8_v_i8m1(w + i * block + j, vl), vl);
+      sum = __riscv_vwmacc_vx_i32m4(sum, (int16_t)(x[i] + input_offset), weights, vl);
+    }
+    __riscv_vse32_v_i32m4(acc + j, sum, vl);
+    j += (int32_t)vl;
+  }
+  return 0;
+}

@@ -1,0 +1,174 @@
+"""Vector ISAs on Spike and QEMU: clang-built firmware, VLEN as a setting, tvmaot's RVV kernels
+bit-exact with LiteRT at every VLEN, the same counts on both simulators, scalar ISAs untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tflite_builder import Op, build, const, q, write
+
+pytestmark = pytest.mark.integration
+
+RNG = np.random.default_rng(23)
+
+
+def conv_case(
+    cout: int, stride: int, padding: int, dilation: int = 1, per_tensor: bool = False, big_scale: bool = False
+):
+    """CONV_2D (3x3) on (1, 7, 6, 5) with zero point -128; `big_scale`: a multiplier > 1 (left shift)."""
+    w = RNG.integers(-127, 128, (cout, 3, 3, 5)).astype(np.int8)
+    scales = [0.5] if per_tensor else list(RNG.uniform(0.002, 0.02, cout))
+    x_scale, out_scale = (0.5, 0.01) if big_scale else (0.04, 0.1)
+    span = 1 + 2 * dilation
+    h = (7 + stride - 1) // stride if padding == 0 else (7 - span) // stride + 1
+    w_out = (6 + stride - 1) // stride if padding == 0 else (6 - span) // stride + 1
+    tensors = [
+        q((1, 7, 6, 5), x_scale, -128),
+        const(w, scales, [0] * len(scales)),
+        const(RNG.integers(-3000, 3000, cout).astype(np.int32), [x_scale * s for s in scales], [0] * len(scales)),
+        q((1, h, w_out, cout), out_scale, 3),
+    ]
+    opts = {
+        "Padding": padding,
+        "StrideH": stride,
+        "StrideW": stride,
+        "DilationHFactor": dilation,
+        "DilationWFactor": dilation,
+        "FusedActivationFunction": 1,
+    }
+    return build(tensors, [Op("CONV_2D", [0, 1, 2], [3], opts, "Conv2DOptions")], [0], [3])
+
+
+def depthwise_case(channels: int, stride: int, padding: int):
+    w = RNG.integers(-127, 128, (1, 3, 3, channels)).astype(np.int8)
+    scales = list(RNG.uniform(0.002, 0.02, channels))
+    h = (6 + stride - 1) // stride if padding == 0 else (6 - 3) // stride + 1
+    tensors = [
+        q((1, 6, 6, channels), 0.04, 9),
+        const(w, scales, [0] * channels, axis=3),
+        const(RNG.integers(-500, 500, channels).astype(np.int32), [0.04 * s for s in scales], [0] * channels),
+        q((1, h, h, channels), 0.08, -1),
+    ]
+    opts = {
+        "Padding": padding,
+        "StrideH": stride,
+        "StrideW": stride,
+        "DepthMultiplier": 1,
+        "FusedActivationFunction": 3,
+    }
+    return build(tensors, [Op("DEPTHWISE_CONV_2D", [0, 1, 2], [3], opts, "DepthwiseConv2DOptions")], [0], [3])
+
+
+def dense_case(outputs: int, inputs: int, per_channel: bool):
+    w = RNG.integers(-127, 128, (outputs, inputs)).astype(np.int8)
+    scales = list(RNG.uniform(0.004, 0.02, outputs)) if per_channel else 0.01
+    bias_scales = [0.04 * s for s in scales] if per_channel else 0.0004
+    tensors = [
+        q((2, inputs), 0.04, -128),
+        const(w, scales, [0] * outputs if per_channel else 0),
+        const(RNG.integers(-900, 900, outputs).astype(np.int32), bias_scales, [0] * outputs if per_channel else 0),
+        q((2, outputs), 0.2, 5),
+    ]
+    return build(tensors, [Op("FULLY_CONNECTED", [0, 1, 2], [3], {}, "FullyConnectedOptions")], [0], [3])
+
+
+CASES = {
+    "conv_70_same_stride1": lambda: conv_case(70, 1, 0),  # two weight blocks: 64 + 6 output channels
+    "conv_9_valid_stride2": lambda: conv_case(9, 2, 1),
+    "conv_dilated_same": lambda: conv_case(12, 1, 0, dilation=2),
+    "conv_per_tensor_left_shift": lambda: conv_case(8, 1, 0, per_tensor=True, big_scale=True),
+    "depthwise_70_same": lambda: depthwise_case(70, 1, 0),
+    "depthwise_13_valid_stride2": lambda: depthwise_case(13, 2, 1),
+    "dense_70_per_channel": lambda: dense_case(70, 37, True),
+    "dense_10_per_tensor": lambda: dense_case(10, 64, False),
+}
+# (arch, VLEN): V at its smallest and a wide one; Zve32x at VLEN 32 (four int32 lanes: many strips)
+VECTOR_CORES = [("rv32gcv", 128), ("rv32gcv", 512), ("rv32imc_zve32x", 32)]
+
+
+def _config(arch: str, vlen: int) -> dict[str, list[str]]:
+    return {"spike.arch": [arch], "spike.vlen": [str(vlen)]}
+
+
+@pytest.fixture(scope="module")
+def kernel_reports(integration_home: Path, tmp_path_factory: pytest.TempPathFactory):
+    from mlonmcu import api
+
+    directory = tmp_path_factory.mktemp("rvv")
+    paths = [str(write(directory, name, make())) for name, make in CASES.items()]
+    reports = {}
+    for arch, vlen in VECTOR_CORES:
+        result = api.flow(
+            paths,
+            home=integration_home,
+            backends=["tvmaot"],
+            targets=["spike"],
+            features=["validate"],
+            config={**_config(arch, vlen), "tvmaot.importer": ["direct"], "tvmaot.simd": ["auto", "off"]},
+            parallel=2,
+        )
+        reports[(arch, vlen)] = result.report
+    return reports
+
+
+@pytest.mark.parametrize(("arch", "vlen"), VECTOR_CORES)
+def test_rvv_kernels_are_bit_exact_at_every_vlen(kernel_reports, arch, vlen):
+    report = kernel_reports[(arch, vlen)]
+    assert len(report) == 2 * len(CASES)
+    for _, row in report.iterrows():
+        where = f"{row['Model']} {row['Config']}"
+        assert not row["Failing"], f"{where}: {row['Reason']}"
+        assert row["Validation"] == "pass" and row["Max Abs Error"] == 0, where
+    simd = report.assign(simd=report["Config"].str.extract(r"simd=(\w+)")[0])
+    counts = simd.pivot_table(index="Model", columns="simd", values="Run Instructions")
+    faster = counts["auto"] < counts["off"]  # the vector kernels ran, not the scalar ones
+    if vlen < 128:  # four int32 lanes: the vector dense loses to the register-blocked scalar one
+        faster = faster[~faster.index.str.startswith("dense")]
+    assert faster.all(), counts
+
+
+def test_vector_firmware_counts_agree_between_simulators_and_fall_with_vlen(integration_home: Path, mlonmcu):
+    import pandas as pd
+
+    code, output = mlonmcu(
+        "flow", "run", "kws_dscnn", "-b", "tvmaot", "-t", "spike", "-t", "qemu_rv32", "-f", "validate",
+        "-c", "spike.arch=rv32gcv", "-c", "qemu_rv32.arch=rv32gcv",
+        "-c", "spike.arch=rv32imc_zve32x", "-c", "qemu_rv32.arch=rv32imc_zve32x",
+        "-c", "spike.vlen=128", "-c", "spike.vlen=512", "-c", "qemu_rv32.vlen=128", "-c", "qemu_rv32.vlen=512",
+        "-c", "validate.samples=2", "-H", integration_home,
+    )  # fmt: skip
+    assert code == 0, output
+    frame = pd.read_csv(integration_home / "sessions" / "latest" / "report.csv")
+    assert (frame["Validation"] == "pass").all() and len(frame) == 8
+    frame["VLEN"] = frame["Config"].str.extract(r"vlen=(\d+)")[0].astype(int)
+    frame["ISA"] = frame["Config"].str.extract(r"arch=(\w+)")[0]
+    counts = frame.pivot_table(index=["ISA", "VLEN"], columns="Target", values="Run Instructions")
+    assert (counts["spike"] == counts["qemu_rv32"]).all(), counts  # one ELF, the same count
+    for isa in ("rv32gcv", "rv32imc_zve32x"):
+        assert counts.loc[(isa, 512), "spike"] < counts.loc[(isa, 128), "spike"] * 0.8, counts
+    assert frame.groupby("ISA")["Total ROM"].nunique().eq(1).all()  # VLEN is a RUN setting: one firmware
+    runs = integration_home / "sessions" / "latest" / "runs"
+    assert all("clang version" in (runs / str(r) / "run.yml").read_text() for r in frame["Run"])  # recorded
+    compiled = [runs / str(r) / "logs" / "compile.log" for r in frame["Run"]]
+    assert any("The C compiler identification is Clang" in log.read_text() for log in compiled if log.is_file())
+
+
+def test_scalar_isas_build_as_before(integration_home: Path, mlonmcu):
+    """The RVV variants are compiled out on rv32imc: simd=auto gives simd=off's exact count."""
+    import pandas as pd
+
+    code, output = mlonmcu(
+        "flow", "run", "kws_dscnn", "-b", "tvmaot", "-t", "spike", "-c", "tvmaot.simd=auto", "-c", "tvmaot.simd=off",
+        "-H", integration_home,
+    )  # fmt: skip
+    assert code == 0, output
+    frame = pd.read_csv(integration_home / "sessions" / "latest" / "report.csv")
+    assert frame["Run Instructions"].nunique() == 1, frame[["Config", "Run Instructions"]]
+    logs = [integration_home / "sessions" / "latest" / "runs" / str(r) / "logs" / "compile.log" for r in frame["Run"]]
+    compiled = [log.read_text() for log in logs if log.is_file()]  # (a run restored from the cache has none)
+    assert all("The C compiler identification is GNU" in text for text in compiled)
+    auto = frame[frame["Config"].str.contains("simd=auto")]["Run"].iloc[0]
+    kernels = integration_home / "sessions" / "latest" / "runs" / str(auto) / "build" / "tvmaot_kernels.c"
+    assert "#if defined(__riscv_vector)" in kernels.read_text()  # there, but not for this ISA
