@@ -4,8 +4,8 @@
 Per MLPerf Tiny model: TFLM reference kernels and muRISCV-NN on rv32imc, tvmaot on rv32imc (GCC),
 then muRISCV-NN + V and tvmaot (its RVV kernels: simd=auto on a vector ISA) on rv32gcv (clang)
 at each VLEN — one vector ELF per backend, run at every VLEN — with validation, ROM and arena, and
-tvmaot's ratio to muRISCV-NN at the same ISA and VLEN (> 1: tvmaot needs fewer instructions). Needs `mlonmcu setup tflm muriscv_nn riscv_llvm`.
-Run by hand; quote its output, it is not a test.
+tvmaot's ratio to muRISCV-NN at the same ISA and VLEN (> 1: tvmaot needs fewer instructions).
+Needs `mlonmcu setup tflm muriscv_nn riscv_llvm`. Run by hand; quote its output, it is not a test.
 
     python benchmarks/riscv_vector.py [--models DIR] [--vlen 128,256,512,1024] [--home DIR] [--parallel N]
 """

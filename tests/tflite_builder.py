@@ -164,6 +164,18 @@ def build(tensors: list[Tensor], ops: list[Op], inputs: list[int], outputs: list
     return bytes(b.Output())
 
 
+def conv_options(stride: int, padding: int, dilation: int = 1, act: int = 0) -> dict[str, int]:
+    """Conv2DOptions with the same stride and dilation on both axes (padding 0 = SAME, 1 = VALID)."""
+    return {
+        "Padding": padding,
+        "StrideH": stride,
+        "StrideW": stride,
+        "DilationHFactor": dilation,
+        "DilationWFactor": dilation,
+        "FusedActivationFunction": act,
+    }
+
+
 def write(directory: Path, name: str, model: bytes) -> Path:
     """In the mlonmcu-models layout: DIR/NAME/NAME.tflite."""
     path = directory / name / f"{name}.tflite"

@@ -58,71 +58,63 @@ static inline void mlonmcu_rvv_window(int32_t origin, int32_t size, int32_t kern
   *hi = last > first ? last : first;
 }
 
-/* CONV_2D, weights [Cout/B][KH][KW][Cin][B]: per output pixel and strip of output channels, each
-   input value (a scalar) times a vector of B-contiguous weights. */
-static inline int32_t mlonmcu_rvv_conv(const int8_t *x, const int8_t *w, const int32_t *bias,
-                                       const int32_t *quant, int8_t *y, int32_t batches,
-                                       const mlonmcu_rvv_conv_t *p) {
+/* CONV_2D, weights [Cout/B][KH][KW][Cin][B]: the strip [channel, channel + vl) of one block, each
+   input value (a scalar) times a vector of B-contiguous weights, over the taps inside the input. */
+static inline vint32m4_t mlonmcu_rvv_conv_strip(vint32m4_t acc, const int8_t *x, const int8_t *w, int32_t channel,
+                                                int32_t x_origin, int32_t kh_lo, int32_t kh_hi, int32_t kw_lo, int32_t kw_hi,
+                                                const mlonmcu_rvv_conv_t *p, size_t vl) {
   const int32_t tap_size = p->channels * p->block;
-  const int32_t block_size = p->kernel_h * p->kernel_w * tap_size;
-  for (int32_t n = 0; n < batches; ++n)
-    for (int32_t oh = 0; oh < p->out_height; ++oh) {
-      const int32_t ih0 = oh * p->stride_h - p->pad_top;
-      int32_t kh_lo, kh_hi;
-      mlonmcu_rvv_window(ih0, p->height, p->kernel_h, p->dilation_h, &kh_lo, &kh_hi);
-      for (int32_t ow = 0; ow < p->out_width; ++ow) {
-        const int32_t iw0 = ow * p->stride_w - p->pad_left;
-        int32_t kw_lo, kw_hi;
-        mlonmcu_rvv_window(iw0, p->width, p->kernel_w, p->dilation_w, &kw_lo, &kw_hi);
-        int8_t *out = y + ((n * p->out_height + oh) * p->out_width + ow) * p->outputs;
-        for (int32_t channel = 0; channel < p->outputs;) {
-          const int32_t cb = channel / p->block, lane = channel % p->block;
-          int32_t left = p->block - lane, rest = p->outputs - channel;
-          size_t vl = __riscv_vsetvl_e32m4((size_t)(left < rest ? left : rest));
-          vint32m4_t acc = __riscv_vle32_v_i32m4(bias + channel, vl);
-          for (int32_t kh = kh_lo; kh < kh_hi; ++kh)
-            for (int32_t kw = kw_lo; kw < kw_hi; ++kw) {
-              const int8_t *xp = x + ((n * p->height + ih0 + kh * p->dilation_h) * p->width + iw0 + kw * p->dilation_w) * p->channels;
-              const int8_t *wp = w + cb * block_size + (kh * p->kernel_w + kw) * tap_size + lane;
-              for (int32_t c = 0; c < p->channels; ++c) {
-                vint16m2_t weights = __riscv_vsext_vf2_i16m2(__riscv_vle8_v_i8m1(wp + c * p->block, vl), vl);
-                acc = __riscv_vwmacc_vx_i32m4(acc, (int16_t)(xp[c] + p->input_offset), weights, vl);
-              }
-            }
-          mlonmcu_rvv_requantize_store(acc, quant, channel, p, out + channel, vl);
-          channel += (int32_t)vl;
-        }
+  const int8_t *block = w + channel / p->block * p->kernel_h * p->kernel_w * tap_size + channel % p->block;
+  for (int32_t kh = kh_lo; kh < kh_hi; ++kh)
+    for (int32_t kw = kw_lo; kw < kw_hi; ++kw) {
+      const int8_t *xp = x + x_origin + (kh * p->dilation_h * p->width + kw * p->dilation_w) * p->channels;
+      const int8_t *wp = block + (kh * p->kernel_w + kw) * tap_size;
+      for (int32_t c = 0; c < p->channels; ++c) {
+        vint16m2_t weights = __riscv_vsext_vf2_i16m2(__riscv_vle8_v_i8m1(wp + c * p->block, vl), vl);
+        acc = __riscv_vwmacc_vx_i32m4(acc, (int16_t)(xp[c] + p->input_offset), weights, vl);
       }
     }
-  return 0;
+  return acc;
 }
 
-/* DEPTHWISE_CONV_2D (multiplier 1), weights [KH][KW][C padded]: channels are the lanes. */
-static inline int32_t mlonmcu_rvv_depthwise(const int8_t *x, const int8_t *w, const int32_t *bias,
-                                            const int32_t *quant, int8_t *y, int32_t batches,
-                                            const mlonmcu_rvv_conv_t *p) {
+/* DEPTHWISE_CONV_2D (multiplier 1), weights [KH][KW][C padded]: the channels are the lanes. */
+static inline vint32m4_t mlonmcu_rvv_depthwise_strip(vint32m4_t acc, const int8_t *x, const int8_t *w,
+                                                     int32_t channel, int32_t x_origin, int32_t kh_lo, int32_t kh_hi, int32_t kw_lo, int32_t kw_hi,
+                                                     const mlonmcu_rvv_conv_t *p, size_t vl) {
   const int32_t padded = (p->channels + p->block - 1) / p->block * p->block;
+  for (int32_t kh = kh_lo; kh < kh_hi; ++kh)
+    for (int32_t kw = kw_lo; kw < kw_hi; ++kw) {
+      const int8_t *xp = x + x_origin + (kh * p->dilation_h * p->width + kw * p->dilation_w) * p->channels + channel;
+      const int8_t *wp = w + (kh * p->kernel_w + kw) * padded + channel;
+      vint16m2_t inputs =
+          __riscv_vadd_vx_i16m2(__riscv_vsext_vf2_i16m2(__riscv_vle8_v_i8m1(xp, vl), vl), (int16_t)p->input_offset, vl);
+      vint16m2_t weights = __riscv_vsext_vf2_i16m2(__riscv_vle8_v_i8m1(wp, vl), vl);
+      acc = __riscv_vwmacc_vv_i32m4(acc, inputs, weights, vl);
+    }
+  return acc;
+}
+
+/* Both convolutions: per output pixel its window's taps inside the input, per strip of output
+   channels (a conv strip stays inside one weight block) the accumulators, then requantized. */
+static inline int32_t mlonmcu_rvv_convolve(const int8_t *x, const int8_t *w, const int32_t *bias, const int32_t *quant,
+                                           int8_t *y, int32_t batches, int32_t depthwise,
+                                           const mlonmcu_rvv_conv_t *p) {
   for (int32_t n = 0; n < batches; ++n)
     for (int32_t oh = 0; oh < p->out_height; ++oh) {
       const int32_t ih0 = oh * p->stride_h - p->pad_top;
-      int32_t kh_lo, kh_hi;
+      int32_t kh_lo, kh_hi, kw_lo, kw_hi;
       mlonmcu_rvv_window(ih0, p->height, p->kernel_h, p->dilation_h, &kh_lo, &kh_hi);
       for (int32_t ow = 0; ow < p->out_width; ++ow) {
         const int32_t iw0 = ow * p->stride_w - p->pad_left;
-        int32_t kw_lo, kw_hi;
         mlonmcu_rvv_window(iw0, p->width, p->kernel_w, p->dilation_w, &kw_lo, &kw_hi);
-        int8_t *out = y + ((n * p->out_height + oh) * p->out_width + ow) * p->channels;
-        for (int32_t channel = 0; channel < p->channels;) {
-          size_t vl = __riscv_vsetvl_e32m4((size_t)(p->channels - channel));
+        const int32_t x_origin = ((n * p->height + ih0) * p->width + iw0) * p->channels;
+        int8_t *out = y + ((n * p->out_height + oh) * p->out_width + ow) * p->outputs;
+        for (int32_t channel = 0; channel < p->outputs;) {
+          int32_t rest = p->outputs - channel, left = p->block - channel % p->block;
+          size_t vl = __riscv_vsetvl_e32m4((size_t)(depthwise || rest < left ? rest : left));
           vint32m4_t acc = __riscv_vle32_v_i32m4(bias + channel, vl);
-          for (int32_t kh = kh_lo; kh < kh_hi; ++kh)
-            for (int32_t kw = kw_lo; kw < kw_hi; ++kw) {
-              const int8_t *xp = x + ((n * p->height + ih0 + kh * p->dilation_h) * p->width + iw0 + kw * p->dilation_w) * p->channels + channel;
-              const int8_t *wp = w + (kh * p->kernel_w + kw) * padded + channel;
-              vint16m2_t inputs = __riscv_vadd_vx_i16m2(__riscv_vsext_vf2_i16m2(__riscv_vle8_v_i8m1(xp, vl), vl), (int16_t)p->input_offset, vl);
-              vint16m2_t weights = __riscv_vsext_vf2_i16m2(__riscv_vle8_v_i8m1(wp, vl), vl);
-              acc = __riscv_vwmacc_vv_i32m4(acc, inputs, weights, vl);
-            }
+          acc = depthwise ? mlonmcu_rvv_depthwise_strip(acc, x, w, channel, x_origin, kh_lo, kh_hi, kw_lo, kw_hi, p, vl)
+                          : mlonmcu_rvv_conv_strip(acc, x, w, channel, x_origin, kh_lo, kh_hi, kw_lo, kw_hi, p, vl);
           mlonmcu_rvv_requantize_store(acc, quant, channel, p, out + channel, vl);
           channel += (int32_t)vl;
         }
@@ -145,8 +137,7 @@ static inline int32_t mlonmcu_rvv_conv2d(const int8_t *x, const int8_t *w, const
                                 stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, block,
                                 input_offset, act_min, act_max, quant_width, uniform, left_shift,
                                 always_right, zero_point, zero_point_folded};
-  return depthwise ? mlonmcu_rvv_depthwise(x, w, bias, quant, y, batches, &p)
-                   : mlonmcu_rvv_conv(x, w, bias, quant, y, batches, &p);
+  return mlonmcu_rvv_convolve(x, w, bias, quant, y, batches, depthwise, &p);
 }
 
 /* FULLY_CONNECTED's multiply-accumulate for one block of outputs, weights [I][B] (the block's

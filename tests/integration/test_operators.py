@@ -12,7 +12,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tflite_builder import Op, Tensor, build, const, conv16_model, depthwise16_model, q, transpose_conv_model, write
+from tflite_builder import (
+    Op,
+    Tensor,
+    build,
+    const,
+    conv16_model,
+    conv_options,
+    depthwise16_model,
+    q,
+    transpose_conv_model,
+    write,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -68,14 +79,7 @@ def conv(dilation: int, stride: int, padding: int):
         const(bias, [0.04 * s for s in scales], [0] * 6),
         q((1, h, w_out, 6), 0.1, 2),
     ]
-    opts = {
-        "Padding": padding,
-        "StrideH": stride,
-        "StrideW": stride,
-        "DilationHFactor": dilation,
-        "DilationWFactor": dilation,
-        "FusedActivationFunction": 1,
-    }
+    opts = conv_options(stride, padding, dilation, act=1)
     return build(tensors, [Op("CONV_2D", [0, 1, 2], [3], opts, "Conv2DOptions")], [0], [3])
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tflite_builder import Op, build, const, q, write
+from tflite_builder import Op, build, const, conv_options, q, write
 
 pytestmark = pytest.mark.integration
 
@@ -30,14 +30,7 @@ def conv_case(
         const(RNG.integers(-3000, 3000, cout).astype(np.int32), [x_scale * s for s in scales], [0] * len(scales)),
         q((1, h, w_out, cout), out_scale, 3),
     ]
-    opts = {
-        "Padding": padding,
-        "StrideH": stride,
-        "StrideW": stride,
-        "DilationHFactor": dilation,
-        "DilationWFactor": dilation,
-        "FusedActivationFunction": 1,
-    }
+    opts = conv_options(stride, padding, dilation, act=1)
     return build(tensors, [Op("CONV_2D", [0, 1, 2], [3], opts, "Conv2DOptions")], [0], [3])
 
 
