@@ -83,3 +83,19 @@ def test_muriscv_nn_runs_are_keyed_by_its_commit_and_say_how_to_get_it():
     assert versions["muriscv_nn"] == "muriscv_nn-commit" and "cmsis_nn" not in versions
     with pytest.raises(StageError, match=r"needs component\(s\) muriscv_nn: run `mlonmcu setup muriscv_nn`"):
         TflmiBackend({"tflmi.kernels": "muriscv_nn"}, {}).muriscv_nn()
+
+
+def test_the_tflm_library_is_keyed_by_the_kernel_library_its_glue_compiles_against(tmp_path):
+    """The same swapped sources compiled against CMSIS-NN's or muRISCV-NN's headers are two libraries."""
+    from mlonmcu.backends.tflm.backend import tflm_identity
+    from mlonmcu.backends.tflm.muriscv_nn import MuriscvNn
+
+    library, core, riscv = tmp_path / "cmsis_nn", tmp_path / "cmsis", tmp_path / "muriscv_nn"
+    touch(library, "Include/arm_nnfunctions.h", "Source/A/arm_convolve_s8.c")
+    (core / "CMSIS" / "Core" / "Include").mkdir(parents=True)
+    touch(riscv, "Include/CMSIS/NN/Include/arm_nnfunctions.h", "Source/C/muriscv_nn_convolve_s8.c")
+    cmsis = CmsisNn(library, core, ("a" * 40, "b" * 40)).library()
+    muriscv = MuriscvNn(riscv, "c" * 40).library()
+    sources = [f"{KERNELS}/cmsis_nn/conv.cc"]
+    identities = {tflm_identity("tree", sources, k) for k in ([cmsis], [muriscv], [])}
+    assert len(identities) == 3

@@ -31,6 +31,12 @@ STATUS_MESSAGES = {
 }
 
 
+def tflm_identity(tree: str, sources: list[str], kernels: list[LibrarySpec]) -> str:
+    """What the TFLM library is. Its CMSIS-NN glue compiles against the kernel library's headers,
+    which CMSIS-NN and muRISCV-NN fill differently for the same sources: their identity is part of it."""
+    return value_hash([tree, sources, *([[k.identity for k in kernels]] if kernels else [])])
+
+
 class TflmiBackend(Backend):
     name = "tflmi"
     framework = "tflm"
@@ -124,7 +130,7 @@ class TflmiBackend(Backend):
         library = LibrarySpec(
             name="tflm",
             root=str(tree.root),
-            identity=value_hash([tree.identity, sources]),
+            identity=tflm_identity(tree.identity, sources, libraries),
             sources=tuple(sources),
             include_dirs=tuple(include_dirs),
             definitions=definitions,
