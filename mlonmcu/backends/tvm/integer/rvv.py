@@ -2,8 +2,9 @@
 
 Like the Arm DSP variants (integer/dsp.py) a variant is attached to its scalar kernel as a
 PrimFunc attribute (RVV_VARIANT) with the same parameters and the same packed constants, and
-codegen emits it under `#if defined(__riscv_vector)`: the compiler's -march decides, one BUILD
-serves every target. The variant's body is one call into hand-written C with RVV intrinsics
+codegen emits it under `#if defined(__riscv_vector)`: the compiler's -march decides. The lanes are
+output channels, so a BUILD for vector ISAs (tvmaot.simd=auto reads the target's core) packs conv
+and dense weights in blocks of up to CONV_BLOCK / DENSE_BLOCK channels. The variant's body is one call into hand-written C with RVV intrinsics
 (templates/tvmaot/mlonmcu_rvv.h, pasted in as its prelude): vector types and vsetvl loops have no
 TIR form that TVM's C code generator prints. Every shape and quantization fact is a constant
 argument, so clang specializes the inlined kernel for each layer.
