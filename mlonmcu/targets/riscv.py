@@ -51,17 +51,13 @@ def scalar_arch(arch: str, abi: str) -> str:
     return "_".join([f"rv32{base}", *rest])
 
 
-def _check_arch(arch: str) -> None:
-    _parts(arch)
-
-
 RISCV_OPTIONS = (
     Option(
         "arch",
         str,
         "rv32imc",
         "RISC-V ISA for -march (e.g. rv32imc, rv32imafc; vector: rv32gcv, rv32imc_zve32x)",
-        check=_check_arch,
+        check=_parts,
     ),
     Option(
         "abi",

@@ -4,10 +4,11 @@ Like the Arm DSP variants (integer/dsp.py) a variant is attached to its scalar k
 PrimFunc attribute (RVV_VARIANT) with the same parameters and the same packed constants, and
 codegen emits it under `#if defined(__riscv_vector)`: the compiler's -march decides. The lanes are
 output channels, so a BUILD for vector ISAs (tvmaot.simd=auto reads the target's core) packs conv
-and dense weights in blocks of up to CONV_BLOCK / DENSE_BLOCK channels. The variant's body is one call into hand-written C with RVV intrinsics
-(templates/tvmaot/mlonmcu_rvv.h, pasted in as its prelude): vector types and vsetvl loops have no
-TIR form that TVM's C code generator prints. Every shape and quantization fact is a constant
-argument, so clang specializes the inlined kernel for each layer.
+and dense weights in blocks of up to CONV_BLOCK / DENSE_BLOCK channels. The variant's body is one
+call into hand-written C with RVV intrinsics (templates/tvmaot/mlonmcu_rvv.h, pasted in as its
+prelude): vector types and vsetvl loops have no TIR form that TVM's C code generator prints.
+Every shape and quantization fact is a constant argument, so clang specializes the inlined kernel
+for each layer.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from mlonmcu.backends.tvm.integer.conv import ConvSpec
 from mlonmcu.backends.tvm.integer.dense import DenseSpec, dense_args, quad_layout, store_outputs
+from mlonmcu.backends.tvm.integer.tir import accumulators, flat_view, prim_func, root_block
 from mlonmcu.data import templates_dir
 
 RVV_VARIANT = "mlonmcu_rvv_variant"
@@ -35,8 +37,6 @@ def conv_rvv_kernel(spec: ConvSpec) -> Any:
     interior bias is unused (every tap adds the input offset: the same int32 sums)."""
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
-
-    from mlonmcu.backends.tvm.integer.tir import prim_func
 
     table = spec.table
     channels = spec.channel_blocks * spec.block
@@ -68,8 +68,6 @@ def dense_rvv_kernel(spec: DenseSpec) -> Any:
     multiply-accumulate, then the scalar kernel's own requantization (store_outputs)."""
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
-
-    from mlonmcu.backends.tvm.integer.tir import accumulators, flat_view, prim_func, root_block
 
     assert not quad_layout(spec)
     block = spec.block
