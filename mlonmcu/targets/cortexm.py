@@ -85,6 +85,7 @@ def stack_option(default: int = 16 * 1024) -> Option:
 
 
 DSP_CORES = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")  # __ARM_FEATURE_DSP with their -mcpu
+MVE_CORES = ("cortex-m55",)  # __ARM_FEATURE_MVE (Helium) as well
 
 
 class CortexMTarget(Target):
@@ -99,6 +100,8 @@ class CortexMTarget(Target):
         raise NotImplementedError
 
     def core_simd(self) -> str:
+        if self.core() in MVE_CORES:
+            return "mve"
         return "dsp" if self.core() in DSP_CORES else ""
 
     def counters(self) -> dict[str, bool]:

@@ -28,7 +28,7 @@ class Target(Plugin):
 
     def core_simd(self) -> str:
         """The SIMD extension of the target's core that kernels may be laid out for ("dsp": Arm's
-        DSP extension, "rvv": RISC-V vectors; "": none). A backend that reads it (build_facts)
+        DSP extension, "mve": Arm's Helium, "rvv": RISC-V vectors; "": none). A backend that reads it (build_facts)
         builds once per value, not once per target."""
         return ""
 

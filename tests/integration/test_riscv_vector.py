@@ -7,75 +7,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tflite_builder import Op, build, const, conv_options, q, write
+from simd_cases import conv_case, dense_case, depthwise_case
+from tflite_builder import write
 
 pytestmark = pytest.mark.integration
 
 RNG = np.random.default_rng(23)
 
 
-def conv_case(
-    cout: int, stride: int, padding: int, dilation: int = 1, per_tensor: bool = False, big_scale: bool = False
-):
-    """CONV_2D (3x3) on (1, 7, 6, 5) with zero point -128; `big_scale`: a multiplier > 1 (left shift)."""
-    w = RNG.integers(-127, 128, (cout, 3, 3, 5)).astype(np.int8)
-    scales = [0.5] if per_tensor else list(RNG.uniform(0.002, 0.02, cout))
-    x_scale, out_scale = (0.5, 0.01) if big_scale else (0.04, 0.1)
-    span = 1 + 2 * dilation
-    h = (7 + stride - 1) // stride if padding == 0 else (7 - span) // stride + 1
-    w_out = (6 + stride - 1) // stride if padding == 0 else (6 - span) // stride + 1
-    tensors = [
-        q((1, 7, 6, 5), x_scale, -128),
-        const(w, scales, [0] * len(scales)),
-        const(RNG.integers(-3000, 3000, cout).astype(np.int32), [x_scale * s for s in scales], [0] * len(scales)),
-        q((1, h, w_out, cout), out_scale, 3),
-    ]
-    opts = conv_options(stride, padding, dilation, act=1)
-    return build(tensors, [Op("CONV_2D", [0, 1, 2], [3], opts, "Conv2DOptions")], [0], [3])
-
-
-def depthwise_case(channels: int, stride: int, padding: int):
-    w = RNG.integers(-127, 128, (1, 3, 3, channels)).astype(np.int8)
-    scales = list(RNG.uniform(0.002, 0.02, channels))
-    h = (6 + stride - 1) // stride if padding == 0 else (6 - 3) // stride + 1
-    tensors = [
-        q((1, 6, 6, channels), 0.04, 9),
-        const(w, scales, [0] * channels, axis=3),
-        const(RNG.integers(-500, 500, channels).astype(np.int32), [0.04 * s for s in scales], [0] * channels),
-        q((1, h, h, channels), 0.08, -1),
-    ]
-    opts = {
-        "Padding": padding,
-        "StrideH": stride,
-        "StrideW": stride,
-        "DepthMultiplier": 1,
-        "FusedActivationFunction": 3,
-    }
-    return build(tensors, [Op("DEPTHWISE_CONV_2D", [0, 1, 2], [3], opts, "DepthwiseConv2DOptions")], [0], [3])
-
-
-def dense_case(outputs: int, inputs: int, per_channel: bool):
-    w = RNG.integers(-127, 128, (outputs, inputs)).astype(np.int8)
-    scales = list(RNG.uniform(0.004, 0.02, outputs)) if per_channel else 0.01
-    bias_scales = [0.04 * s for s in scales] if per_channel else 0.0004
-    tensors = [
-        q((2, inputs), 0.04, -128),
-        const(w, scales, [0] * outputs if per_channel else 0),
-        const(RNG.integers(-900, 900, outputs).astype(np.int32), bias_scales, [0] * outputs if per_channel else 0),
-        q((2, outputs), 0.2, 5),
-    ]
-    return build(tensors, [Op("FULLY_CONNECTED", [0, 1, 2], [3], {}, "FullyConnectedOptions")], [0], [3])
-
-
 CASES = {
-    "conv_70_same_stride1": lambda: conv_case(70, 1, 0),  # two weight blocks: 64 + 6 output channels
-    "conv_9_valid_stride2": lambda: conv_case(9, 2, 1),
-    "conv_dilated_same": lambda: conv_case(12, 1, 0, dilation=2),
-    "conv_per_tensor_left_shift": lambda: conv_case(8, 1, 0, per_tensor=True, big_scale=True),
-    "depthwise_70_same": lambda: depthwise_case(70, 1, 0),
-    "depthwise_13_valid_stride2": lambda: depthwise_case(13, 2, 1),
-    "dense_70_per_channel": lambda: dense_case(70, 37, True),
-    "dense_10_per_tensor": lambda: dense_case(10, 64, False),
+    "conv_70_same_stride1": lambda: conv_case(RNG, 70, 1, 0),  # two weight blocks: 64 + 6 output channels
+    "conv_9_valid_stride2": lambda: conv_case(RNG, 9, 2, 1),
+    "conv_dilated_same": lambda: conv_case(RNG, 12, 1, 0, dilation=2),
+    "conv_per_tensor_left_shift": lambda: conv_case(RNG, 8, 1, 0, per_tensor=True, big_scale=True),
+    "depthwise_70_same": lambda: depthwise_case(RNG, 70, 1, 0),
+    "depthwise_13_valid_stride2": lambda: depthwise_case(RNG, 13, 2, 1),
+    "dense_70_per_channel": lambda: dense_case(RNG, 70, 37, True),
+    "dense_10_per_tensor": lambda: dense_case(RNG, 10, 64, False),
 }
 # (arch, VLEN): V at its smallest and a wide one; Zve32x at VLEN 32 (four int32 lanes: many strips)
 VECTOR_CORES = [("rv32gcv", 128), ("rv32gcv", 512), ("rv32imc_zve32x", 32)]

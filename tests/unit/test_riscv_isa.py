@@ -92,10 +92,11 @@ def test_tvmaot_builds_once_per_kind_of_core():
     from mlonmcu import registry
     from mlonmcu.backends.tvm.backend import TvmAotBackend
 
-    m4, m3 = (registry.TARGETS.get(name)({}, {}) for name in ("mps2_an386", "mps2_an385"))
+    m4, m3, m55 = (registry.TARGETS.get(name)({}, {}) for name in ("mps2_an386", "mps2_an385", "mps3_an547"))
     vector, scalar = target(SpikeTarget, arch="rv32imc_zve32x"), target(SpikeTarget)
     auto = TvmAotBackend({}, {})
-    assert [auto.build_facts(t) for t in (vector, m4, m3, scalar)] == [{"simd": "rvv"}, {"simd": "dsp"}, {}, {}]
+    facts = [auto.build_facts(t) for t in (vector, m4, m55, m3, scalar)]
+    assert facts == [{"simd": "rvv"}, {"simd": "dsp"}, {"simd": "mve"}, {}, {}]
     assert TvmAotBackend({"tvmaot.simd": "off"}, {}).build_facts(vector) == {}
     auto.facts = auto.build_facts(vector)
     assert auto.schedule().simd == "rvv"

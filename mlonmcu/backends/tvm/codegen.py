@@ -12,7 +12,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from mlonmcu.backends.tvm.integer import dsp, rvv
+from mlonmcu.backends.tvm.integer import dsp, mve, rvv
 from mlonmcu.backends.tvm.kernel_info import ATTR_OPS
 
 KERNEL_PREFIX = "tvmgen_"
@@ -115,10 +115,12 @@ def _exact_float_literals(func: Any) -> Any:
 
 
 # SIMD variants of a kernel (PrimFunc attribute → the guard the compiler decides it by, and what
-# the variants' C needs before them): integer/dsp.py, integer/rvv.py
+# the variants' C needs before them): integer/dsp.py, integer/rvv.py, integer/mve.py. A kernel
+# carries one variant of the Arm kinds at most: an MVE core has the DSP extension too.
 VARIANT_KINDS: dict[str, tuple[str, Callable[[], str]]] = {
     dsp.DSP_VARIANT: (dsp.GUARD, lambda: dsp.PRELUDE),
     rvv.RVV_VARIANT: (rvv.GUARD, rvv.prelude),
+    mve.MVE_VARIANT: (mve.GUARD, mve.prelude),
 }
 
 

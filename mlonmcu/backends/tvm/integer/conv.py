@@ -45,6 +45,7 @@ class ConvSpec:
     unroll: int = 2  # input-channel loop unrolling (regular convolution)
     requant: RequantTable | None = None  # per-channel requantization (its layout, not its values)
     fours: bool = False  # weights in fours of input channels where possible (see `quad`)
+    blocked: bool = False  # depthwise weights [C/B][KH][KW][B]: a block's taps together (integer/mve.py)
 
     @property
     def table(self) -> RequantTable:
@@ -73,6 +74,8 @@ class ConvSpec:
         """The packed weights' shape (pack_conv_weights, pack_depthwise_weights)."""
         kh, kw = self.kernel
         cin = self.input_shape[3]
+        if self.depthwise and self.blocked:
+            return (self.channel_blocks, kh, kw, self.block)
         if self.depthwise:
             return (kh, kw, self.channel_blocks * self.block)
         if self.quad:
@@ -102,11 +105,13 @@ def pack_conv_weights(weights_hwio: np.ndarray, block: int, quad: bool = False) 
     return np.ascontiguousarray(padded.reshape(kh, kw, ci, blocks, block).transpose(3, 0, 1, 2, 4))
 
 
-def pack_depthwise_weights(weights_hwc: np.ndarray, block: int) -> np.ndarray:
-    """[KH][KW][C] with channels padded to a multiple of B."""
+def pack_depthwise_weights(weights_hwc: np.ndarray, block: int, blocked: bool = False) -> np.ndarray:
+    """[KH][KW][C] with channels padded to a multiple of B (blocked: [C/B][KH][KW][B])."""
     kh, kw, c = weights_hwc.shape
     padded = np.zeros((kh, kw, -(-c // block) * block), dtype=np.int8)
     padded[..., :c] = weights_hwc
+    if blocked:
+        return np.ascontiguousarray(padded.reshape(kh, kw, -1, block).transpose(2, 0, 1, 3))
     return padded
 
 
@@ -171,7 +176,10 @@ class _ConvBuilder:
         kh, kw = spec.kernel
         # strides (in elements) of the flat input and of the packed weights
         self.row = self.width * self.channels
-        self.tap_w = spec.channels_per_tap if not spec.depthwise else spec.channel_blocks * spec.block
+        if not spec.depthwise:
+            self.tap_w = spec.channels_per_tap
+        else:  # blocked: a block's taps together
+            self.tap_w = spec.block if spec.blocked else spec.channel_blocks * spec.block
         self.block_w = kh * kw * self.tap_w
 
     def output_block(self, n: Any, oh: Any, ows: list[Any], interior: bool) -> None:
@@ -199,7 +207,7 @@ class _ConvBuilder:
                 for j in range(block):
                     T.buffer_store(self.acc, bias[cb * block + j], [p * block + j])
             x_base = T.bind(origin + cb * block) if spec.depthwise else origin
-            w_base = T.bind(cb * (block if spec.depthwise else self.block_w))
+            w_base = T.bind(cb * (block if spec.depthwise and not spec.blocked else self.block_w))
 
             def tap(kh: Any, kw: Any) -> None:
                 x_tap = x_base + kh * (dh * self.row) + kw * (dw * self.channels)

@@ -27,6 +27,7 @@ class DenseSpec:
     requant: str = "litert"
     uniform_quant: bool = False  # one requantization row for all outputs (per-tensor weights)
     fours: bool = True  # weights in fours of inputs where the inputs allow (quad_layout)
+    rows: bool = False  # weights [O/B][B][I] and the input offset folded into the bias (integer/mve.py)
 
     @property
     def inputs(self) -> int:
@@ -71,6 +72,10 @@ def pack_quad_weights(weights_oi: np.ndarray, block: int) -> np.ndarray:
 def pack_weights(spec: DenseSpec, weights_oi: np.ndarray) -> np.ndarray:
     """The weights [O][I] in the layout the kernels of `spec` read."""
     weights = np.ascontiguousarray(weights_oi)
+    if spec.rows:
+        padded = np.zeros((-(-spec.outputs // spec.block) * spec.block, spec.inputs), dtype=np.int8)
+        padded[: spec.outputs] = weights
+        return padded.reshape(-1, spec.block, spec.inputs)
     if quad_layout(spec):
         return pack_quad_weights(weights, spec.block).reshape(-1, spec.inputs // 4, spec.block, 4)
     return pack_dense_weights(weights, spec.block).reshape(-1, spec.inputs, spec.block)
@@ -78,7 +83,7 @@ def pack_weights(spec: DenseSpec, weights_oi: np.ndarray) -> np.ndarray:
 
 def quad_layout(spec: DenseSpec) -> bool:
     """Whether the weights are packed in fours (pack_quad_weights): inputs a multiple of 4."""
-    return spec.fours and spec.inputs % 4 == 0
+    return spec.fours and not spec.rows and spec.inputs % 4 == 0
 
 
 def store_outputs(spec: DenseSpec, acc: Any, quant: Any, y: Any, b: Any, ob: Any, unrolled: bool = True) -> None:
@@ -120,7 +125,12 @@ def dense_args(spec: DenseSpec) -> tuple[Any, Any, Any, Any, Any]:
     block = spec.block
     blocks = -(-spec.outputs // block)
     x_arg = T.arg("x", T.Buffer(spec.input_shape, "int8"))
-    shape = (blocks, spec.inputs // 4, block, 4) if quad_layout(spec) else (blocks, spec.inputs, block)
+    if spec.rows:
+        shape: tuple[int, ...] = (blocks, block, spec.inputs)
+    elif quad_layout(spec):
+        shape = (blocks, spec.inputs // 4, block, 4)
+    else:
+        shape = (blocks, spec.inputs, block)
     wt = T.arg("w", T.Buffer(shape, "int8"))
     bias = T.arg("bias", T.Buffer((blocks * block,), "int32"))
     quant_rows = 1 if spec.uniform_quant else blocks * block
@@ -150,6 +160,11 @@ def dense_kernel(spec: DenseSpec) -> Any:
                             xv = T.bind(i32(x[b * spec.inputs + k * 4 + t]) + spec.input_offset)
                             for j in range(block):
                                 T.buffer_store(acc, acc[j] + xv * i32(wt[ob, k, j, t]), [j])
+                elif spec.rows:  # the offset is in the bias
+                    with T.serial(0, spec.inputs) as i:
+                        xv = T.bind(i32(x[b * spec.inputs + i]))
+                        for j in range(block):
+                            T.buffer_store(acc, acc[j] + xv * i32(wt[ob, j, i]), [j])
                 else:
                     with T.serial(0, spec.inputs) as i:
                         xv = T.bind(i32(x[b * spec.inputs + i]) + spec.input_offset)

@@ -533,9 +533,8 @@ class DirectBuilder:
         elif op.op == "SQUARED_DIFFERENCE":
             kernel = elementwise.squared_difference_kernel(name, shapes, out_tensor.shape, a, b, out)
         else:
-            kernel = elementwise.add_kernel(
-                name, shapes, out_tensor.shape, a, b, out, subtract=op.op == "SUB", dtype=out_tensor.dtype
-            )
+            subtract, dtype, simd = op.op == "SUB", out_tensor.dtype, self.schedule.simd
+            kernel = elementwise.add_kernel(name, shapes, out_tensor.shape, a, b, out, subtract, dtype, simd)
         return self.call(Lowered(None, op.op, kernel, args, out_tensor.shape, dtype=out_tensor.dtype))
 
     def _relu(self, op: Operator) -> Any:

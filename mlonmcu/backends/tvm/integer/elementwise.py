@@ -160,9 +160,11 @@ def add_kernel(
     out: Output,
     subtract: bool = False,
     dtype: str = "int8",
+    simd: str = "auto",
 ) -> Any:
     """TFLite ADD / SUB: both inputs scaled by 2^20 (int16: 2^15, TFLite's general int16 path) and
-    to the larger scale, then requantized."""
+    to the larger scale, then requantized. With int8 inputs of one shape and SIMD variants on
+    (`simd`, patterns.Schedule), an MVE variant as well (integer/mve.py)."""
     left_shift = ADD_LEFT_SHIFT if dtype == "int8" else ADD16_LEFT_SHIFT
     (ma, sa), (mb, sb), (mo, so) = add_params(a, b, out, left_shift)
 
@@ -173,7 +175,14 @@ def add_kernel(
         total = local(scaled_a - scaled_b if subtract else scaled_a + scaled_b, "int32")
         return clamp(multiply_by_constant(total, mo, so) + out.zero_point, out.act_min, out.act_max)
 
-    return binary_kernel(name, "SUB" if subtract else "ADD", shapes, out_shape, scalar, dtype)
+    kernel = binary_kernel(name, "SUB" if subtract else "ADD", shapes, out_shape, scalar, dtype)
+    if simd in ("auto", "mve") and dtype == "int8" and shapes[0] == shapes[1] == out_shape:
+        from mlonmcu.backends.tvm.integer import mve
+
+        constants = [a.scalar_zero_point, b.scalar_zero_point, left_shift, ma, sa, mb, sb, mo, so]
+        constants += [out.zero_point, out.act_min, out.act_max]
+        kernel = kernel.with_attr(mve.MVE_VARIANT, mve.add_mve_kernel(name, out_shape, constants, subtract))
+    return kernel
 
 
 def mul_kernel(

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer import conv, dense, dsp, elementwise, pooling, rvv, softmax
+from mlonmcu.backends.tvm.integer import conv, dense, dsp, elementwise, mve, pooling, rvv, softmax
 from mlonmcu.backends.tvm.integer.fixedpoint import (
     double_multiplier,
     per_channel_multipliers,
@@ -50,9 +50,10 @@ class Schedule:
     dense_block: int = 8
     fc_requant: str = "litert"  # FULLY_CONNECTED rounding: "litert" (reference kernels) or "tflm"
     tables: str = "litert"  # int8 LOGISTIC/TANH: LiteRT's float32 tables or TFLM's fixed point
-    # SIMD variants the compiler takes where the core has them (integer/dsp.py, integer/rvv.py):
-    # auto = those that cost other cores nothing, dsp = Arm DSP convolutions too, rvv = conv weights
-    # in blocks as wide as the vector lanes, off = none
+    # SIMD variants the compiler takes where the core has them (integer/dsp.py, integer/rvv.py,
+    # integer/mve.py): auto = those that cost other cores nothing, dsp = Arm DSP convolutions too,
+    # rvv = conv weights in blocks as wide as the vector lanes, mve = weights as rows of input
+    # channels (dot products), off = none
     simd: str = "auto"
 
 
@@ -138,6 +139,10 @@ def conv_lowering(
         block, pixels = schedule.conv_block, schedule.conv_pixels
     if schedule.simd == "rvv" and not depthwise:  # the vector lanes are a block's output channels
         block, pixels = min(channels, rvv.CONV_BLOCK), 1
+    elif schedule.simd == "mve" and not depthwise:  # dot products along each channel's weights
+        block, pixels = 1, 1
+    elif schedule.simd == "mve":  # four channels per vector, a block's taps together
+        block = 4
     spec = conv.ConvSpec(
         name=name,
         input_shape=in_shape,
@@ -155,10 +160,11 @@ def conv_lowering(
         pixels=pixels,
         requant=table,
         fours=schedule.simd == "dsp",
+        blocked=depthwise and schedule.simd == "mve",
     )
     block = spec.block
     if depthwise:
-        weights_arg = conv.pack_depthwise_weights(hwio, block)
+        weights_arg = conv.pack_depthwise_weights(hwio, block, spec.blocked)
         folded = conv.interior_bias(bias, hwio, spec.input_offset, channel_axis=2)
     else:
         weights_arg = conv.pack_conv_weights(hwio, block, spec.quad)
@@ -174,9 +180,15 @@ def conv_lowering(
     kernel = conv.conv_kernel(spec)
     if spec.quad:
         kernel = kernel.with_attr(dsp.DSP_VARIANT, conv.conv_kernel(spec, dsp.conv_dsp_step))
+    elif schedule.simd == "mve":
+        kernel = kernel.with_attr(mve.MVE_VARIANT, mve.conv_mve_kernel(spec))
     elif schedule.simd != "off":
         kernel = kernel.with_attr(rvv.RVV_VARIANT, rvv.conv_rvv_kernel(spec))
     return Lowered(None, op, kernel, args, shape)
+
+
+# FULLY_CONNECTED outputs per block where a SIMD layout fixes it (else Schedule.dense_block)
+DENSE_BLOCKS = {"rvv": rvv.DENSE_BLOCK, "mve": mve.DENSE_BLOCK}
 
 
 def dense_lowering(
@@ -206,11 +218,14 @@ def dense_lowering(
         output_offset=out.zero_point,
         act_min=out.act_min,
         act_max=out.act_max,
-        block=min(outputs, rvv.DENSE_BLOCK) if schedule.simd == "rvv" else schedule.dense_block,
+        block=min(outputs, DENSE_BLOCKS[schedule.simd]) if schedule.simd in DENSE_BLOCKS else schedule.dense_block,
         requant=schedule.fc_requant,
         uniform_quant=uniform,
         fours=schedule.simd != "rvv",  # the vector lanes are outputs: [O/B][I][B]
+        rows=schedule.simd == "mve",
     )
+    if spec.rows:
+        bias = conv.interior_bias(bias, weights_oi, spec.input_offset, channel_axis=0)
     args = [
         x.value,
         dense.pack_weights(spec, weights_oi),
@@ -218,7 +233,9 @@ def dense_lowering(
         quant[:1] if uniform else conv.pack_channels(quant, spec.block),
     ]
     kernel = dense.dense_kernel(spec)
-    if schedule.simd != "off" and dense.quad_layout(spec):
+    if spec.rows:
+        kernel = kernel.with_attr(mve.MVE_VARIANT, mve.dense_mve_kernel(spec))
+    elif schedule.simd != "off" and dense.quad_layout(spec):
         kernel = kernel.with_attr(dsp.DSP_VARIANT, dsp.dense_dsp_kernel(spec))
     elif schedule.simd != "off":
         kernel = kernel.with_attr(rvv.RVV_VARIANT, rvv.dense_rvv_kernel(spec))
@@ -380,7 +397,7 @@ class Matcher:
         a, b = self._activation(producer.args[0]), self._activation(producer.args[1])
         if a is None or b is None or tensor_type(a.value)[0] != shape or tensor_type(b.value)[0] != shape:
             return None
-        kernel = elementwise.add_kernel(self.name("add"), (shape, shape), shape, a, b, out)
+        kernel = elementwise.add_kernel(self.name("add"), (shape, shape), shape, a, b, out, simd=self.schedule.simd)
         return Lowered(None, "ADD", kernel, [a.value, b.value], shape)
 
     def _requantize(self, source: Any, producer: Any, out: Output, shape: tuple[int, ...]) -> Lowered | None:
