@@ -157,3 +157,44 @@ static inline int32_t mlonmcu_rvv_dense_block(int32_t *acc, const int8_t *x, con
   }
   return 0;
 }
+
+/* x * 2^shift scaled by a Q31 multiplier, TFLite's MultiplyByQuantizedMultiplier with scalar
+   constants (as the requantization above: the high word of x * 2M plus bit 31 of its low word,
+   then a rounding right shift half away from zero). */
+static inline vint32m4_t mlonmcu_rvv_scale(vint32m4_t x, int32_t multiplier, int32_t shift, size_t vl) {
+  if (shift > 0) x = __riscv_vsll_vx_i32m4(x, (size_t)shift, vl);
+  const uint32_t doubled = 2u * (uint32_t)multiplier;
+  vint32m4_t high = __riscv_vmulhsu_vx_i32m4(x, doubled, vl);
+  vuint32m4_t low = __riscv_vmul_vx_u32m4(__riscv_vreinterpret_v_i32m4_u32m4(x), doubled, vl);
+  high = __riscv_vadd_vv_i32m4(high, __riscv_vreinterpret_v_u32m4_i32m4(__riscv_vsrl_vx_u32m4(low, 31, vl)), vl);
+  if (shift >= 0) return high;
+  const int32_t right = -shift;
+  vint32m4_t sum = __riscv_vadd_vx_i32m4(__riscv_vadd_vv_i32m4(high, __riscv_vsra_vx_i32m4(high, 31, vl), vl),
+                                         1 << (right - 1), vl);
+  return __riscv_vsra_vx_i32m4(sum, (size_t)right, vl);
+}
+
+/* int8 ADD / SUB of two inputs of one shape (integer/elementwise.add_kernel): zero points of a and
+   b, the left shift, the (multiplier, shift) pairs of a, b and the output, the output zero point,
+   activation range, subtract. */
+static inline int32_t mlonmcu_rvv_add(const int8_t *a, const int8_t *b, int8_t *out, int32_t size, int32_t a_zero_point,
+                                      int32_t b_zero_point, int32_t left_shift, int32_t a_multiplier, int32_t a_shift,
+                                      int32_t b_multiplier, int32_t b_shift, int32_t multiplier, int32_t shift,
+                                      int32_t zero_point, int32_t act_min, int32_t act_max, int32_t subtract) {
+  for (int32_t i = 0; i < size;) {
+    size_t vl = __riscv_vsetvl_e32m4((size_t)(size - i));
+    vint32m4_t va = __riscv_vsext_vf4_i32m4(__riscv_vle8_v_i8m1(a + i, vl), vl);
+    vint32m4_t vb = __riscv_vsext_vf4_i32m4(__riscv_vle8_v_i8m1(b + i, vl), vl);
+    va = __riscv_vsll_vx_i32m4(__riscv_vsub_vx_i32m4(va, a_zero_point, vl), (size_t)left_shift, vl);
+    vb = __riscv_vsll_vx_i32m4(__riscv_vsub_vx_i32m4(vb, b_zero_point, vl), (size_t)left_shift, vl);
+    va = mlonmcu_rvv_scale(va, a_multiplier, a_shift, vl);
+    vb = mlonmcu_rvv_scale(vb, b_multiplier, b_shift, vl);
+    vint32m4_t total = subtract ? __riscv_vsub_vv_i32m4(va, vb, vl) : __riscv_vadd_vv_i32m4(va, vb, vl);
+    vint32m4_t value = __riscv_vadd_vx_i32m4(mlonmcu_rvv_scale(total, multiplier, shift, vl), zero_point, vl);
+    value = __riscv_vmin_vx_i32m4(__riscv_vmax_vx_i32m4(value, act_min, vl), act_max, vl);
+    vint16m2_t half = __riscv_vncvt_x_x_w_i16m2(value, vl);
+    __riscv_vse8_v_i8m1(out + i, __riscv_vncvt_x_x_w_i8m1(half, vl), vl);
+    i += (int32_t)vl;
+  }
+  return 0;
+}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from simd_cases import conv_case, dense_case, depthwise_case
+from simd_cases import add_case, conv_case, dense_case, depthwise_case
 from tflite_builder import write
 
 pytestmark = pytest.mark.integration
@@ -24,6 +24,8 @@ CASES = {
     "depthwise_13_valid_stride2": lambda: depthwise_case(RNG, 13, 2, 1),
     "dense_70_per_channel": lambda: dense_case(RNG, 70, 37, True),
     "dense_10_per_tensor": lambda: dense_case(RNG, 10, 64, False),
+    "add_strips": lambda: add_case((1, 5, 7, 6)),
+    "sub_relu": lambda: add_case((2, 9, 4), subtract=True, act=1),
 }
 # (arch, VLEN): V at its smallest and a wide one; Zve32x at VLEN 32 (four int32 lanes: many strips)
 VECTOR_CORES = [("rv32gcv", 128), ("rv32gcv", 512), ("rv32imc_zve32x", 32)]

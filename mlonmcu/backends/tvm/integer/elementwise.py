@@ -163,8 +163,8 @@ def add_kernel(
     simd: str = "auto",
 ) -> Any:
     """TFLite ADD / SUB: both inputs scaled by 2^20 (int16: 2^15, TFLite's general int16 path) and
-    to the larger scale, then requantized. With int8 inputs of one shape and SIMD variants on
-    (`simd`, patterns.Schedule), an MVE variant as well (integer/mve.py)."""
+    to the larger scale, then requantized. With int8 inputs of one shape, MVE and RVV variants as
+    `simd` (patterns.Schedule) allows: integer/mve.py, integer/rvv.py."""
     left_shift = ADD_LEFT_SHIFT if dtype == "int8" else ADD16_LEFT_SHIFT
     (ma, sa), (mb, sb), (mo, so) = add_params(a, b, out, left_shift)
 
@@ -175,14 +175,31 @@ def add_kernel(
         total = local(scaled_a - scaled_b if subtract else scaled_a + scaled_b, "int32")
         return clamp(multiply_by_constant(total, mo, so) + out.zero_point, out.act_min, out.act_max)
 
-    kernel = binary_kernel(name, "SUB" if subtract else "ADD", shapes, out_shape, scalar, dtype)
-    if simd in ("auto", "mve") and dtype == "int8" and shapes[0] == shapes[1] == out_shape:
-        from mlonmcu.backends.tvm.integer import mve
+    op = "SUB" if subtract else "ADD"
+    kernel = binary_kernel(name, op, shapes, out_shape, scalar, dtype)
+    if dtype != "int8" or not shapes[0] == shapes[1] == out_shape:
+        return kernel
+    from mlonmcu.backends.tvm.integer import mve, rvv
 
-        constants = [a.scalar_zero_point, b.scalar_zero_point, left_shift, ma, sa, mb, sb, mo, so]
-        constants += [out.zero_point, out.act_min, out.act_max]
-        kernel = kernel.with_attr(mve.MVE_VARIANT, mve.add_mve_kernel(name, out_shape, constants, subtract))
+    constants = [a.scalar_zero_point, b.scalar_zero_point, left_shift, ma, sa, mb, sb, mo, so]
+    constants += [out.zero_point, out.act_min, out.act_max, int(subtract)]
+    kinds = (("mve", mve.MVE_VARIANT, "mlonmcu_mve_add"), ("rvv", rvv.RVV_VARIANT, "mlonmcu_rvv_add"))
+    for kind, attr, extern in kinds:
+        if simd in ("auto", kind):
+            kernel = kernel.with_attr(attr, _add_variant(name, op, out_shape, extern, constants))
     return kernel
+
+
+def _add_variant(name: str, op: str, shape: Shape, extern: str, constants: list[int]) -> Any:
+    """A SIMD variant of ADD / SUB (add_kernel's parameters a, b, out): one call into the
+    variant's C (templates/tvmaot/mlonmcu_mve.h, mlonmcu_rvv.h) with the size and `constants`."""
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    with IRBuilder() as ib, prim_func(name, [op], 0):
+        buffers = [T.arg(arg, T.Buffer(shape, "int8")).data for arg in ("a", "b", "out")]
+        T.evaluate(T.call_extern("int32", extern, *buffers, _flat(shape), *constants))
+    return ib.get()
 
 
 def mul_kernel(

@@ -114,19 +114,3 @@ def dense_mve_kernel(spec: DenseSpec) -> Any:
                         )
                     )
     return ib.get()
-
-
-def add_mve_kernel(name: str, shape: tuple[int, ...], constants: list[int], subtract: bool) -> Any:
-    """int8 ADD / SUB of two inputs of one shape (elementwise.add_kernel's parameters a, b, out):
-    four lanes of TFLite's arithmetic per step. `constants`: zero points of a and b, the left
-    shift, the (multiplier, shift) pairs of a, b and the output, output zero point, act range."""
-    from tvm.script.ir_builder import IRBuilder
-    from tvm.script.ir_builder import tirx as T
-
-    size = 1
-    for dim in shape:
-        size *= dim
-    with IRBuilder() as ib, prim_func(name, ["SUB" if subtract else "ADD"], 0):
-        buffers = [T.arg(arg, T.Buffer(shape, "int8")).data for arg in ("a", "b", "out")]
-        T.evaluate(T.call_extern("int32", "mlonmcu_mve_add", *buffers, size, *constants, int(subtract)))
-    return ib.get()
