@@ -11,6 +11,7 @@ from mlonmcu.backends.backend import Backend
 from mlonmcu.backends.tvm.codegen import lower_kernels, split_variants
 from mlonmcu.backends.tvm.emitter import SOURCES, AotEmitter
 from mlonmcu.backends.tvm.importer import first_line, import_tflite
+from mlonmcu.backends.tvm.integer import dsp
 from mlonmcu.backends.tvm.integer.direct import build_direct
 from mlonmcu.backends.tvm.integer.lowering import is_quantized, lower_integer
 from mlonmcu.backends.tvm.integer.patterns import Schedule
@@ -25,6 +26,7 @@ from mlonmcu.errors import StageError
 from mlonmcu.models.tflite_graph import TfliteGraph, read_graph, unrunnable_message
 
 logger = logging.getLogger("mlonmcu.tvmaot")
+CONV_BLOCK = 4  # integer conv: output channels per register block of the scalar layouts
 
 
 class TvmAotBackend(Backend):
@@ -63,7 +65,15 @@ class TvmAotBackend(Backend):
             "dequantize→float→quantize chains matched; auto = direct when it covers every operator, else relax",
             choices=("auto", "direct", "relax"),
         ),
-        Option("conv_block", int, 4, "integer conv: output channels per register block", min=1, max=16),
+        Option(
+            "conv_block",
+            int,
+            0,
+            f"integer conv: output channels per register block (0 = {CONV_BLOCK}, {dsp.CONV_BLOCK} in the Arm DSP "
+            "layout)",
+            min=0,
+            max=16,
+        ),
         Option("conv_pixels", int, 2, "integer conv: output pixels per register block", choices=(1, 2)),
         Option("depthwise_block", int, 8, "integer depthwise conv: channels per register block", min=1, max=32),
         Option("depthwise_pixels", int, 1, "integer depthwise conv: output pixels per register block", choices=(1, 2)),
@@ -156,8 +166,9 @@ class TvmAotBackend(Backend):
         simd = self.opt("simd")
         if simd == "auto":  # the layouts of the core's extension (build_facts), free variants elsewhere
             simd = self.facts.get("simd", "auto")
+        conv_block = self.opt("conv_block") or (dsp.CONV_BLOCK if simd == "dsp" else CONV_BLOCK)
         return Schedule(
-            conv_block=self.opt("conv_block"),
+            conv_block=conv_block,
             conv_pixels=self.opt("conv_pixels"),
             depthwise_block=self.opt("depthwise_block"),
             depthwise_pixels=self.opt("depthwise_pixels"),
