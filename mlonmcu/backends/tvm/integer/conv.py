@@ -80,6 +80,8 @@ class ConvSpec:
             return (kh, kw, self.channel_blocks * self.block)
         if self.quad:
             return (self.channel_blocks, kh, kw, cin // 4, self.block, 4)
+        if self.row_quad:
+            return (self.channel_blocks, kh, kw * cin // 4, self.block, 4)
         return (self.channel_blocks, kh, kw, cin, self.block)
 
     @property
@@ -91,10 +93,25 @@ class ConvSpec:
         channels = self.input_shape[3]
         return self.fours and not self.depthwise and channels > SMALL_CHANNELS and channels % 4 == 0
 
+    @property
+    def row_quad(self) -> bool:
+        """Few input channels whose kernel rows are a multiple of 4 bytes (KW·Cin, dilation_w 1;
+        e.g. one audio channel under a 4-wide kernel): the weights in fours along each kernel row
+        ([Cout/B][KH][KW·Cin/4][B][4], the quad layout of a kernel KH × 1 over KW·Cin channels),
+        so that the DSP variant takes a row's bytes as words of the input (any alignment)."""
+        channels = self.input_shape[3]
+        row = self.kernel[1] * channels
+        few = channels <= SMALL_CHANNELS
+        return self.fours and not self.depthwise and few and self.dilation[1] == 1 and row % 4 == 0
 
-def pack_conv_weights(weights_hwio: np.ndarray, block: int, quad: bool = False) -> np.ndarray:
-    """HWIO → [Cout/B][KH][KW][Cin][B] (quad: [Cout/B][KH][KW][Cin/4][B][4]), output channels
-    padded with zeros to a multiple of B."""
+
+def pack_conv_weights(weights_hwio: np.ndarray, block: int, quad: bool = False, row_quad: bool = False) -> np.ndarray:
+    """HWIO → [Cout/B][KH][KW][Cin][B] (quad: [Cout/B][KH][KW][Cin/4][B][4]; row_quad:
+    [Cout/B][KH][KW·Cin/4][B][4]), output channels padded with zeros to a multiple of B."""
+    if row_quad:  # a kernel KH × 1 over KW·Cin channels, in fours
+        kh, kw, ci, co = weights_hwio.shape
+        packed = pack_conv_weights(weights_hwio.reshape(kh, 1, kw * ci, co), block, quad=True)
+        return packed.reshape(-1, kh, kw * ci // 4, block, 4)
     kh, kw, ci, co = weights_hwio.shape
     blocks = -(-co // block)
     padded = np.zeros((kh, kw, ci, blocks * block), dtype=np.int8)
@@ -167,10 +184,14 @@ class _ConvBuilder:
         dsp_step: Any = None,
     ):
         self.spec, self.x, self.w, self.y, self.acc = spec, x, w, y, acc
-        self.dsp_step = dsp_step  # integer/dsp.py: four input channels of one tap per call
+        self.dsp_step = dsp_step  # integer/dsp.py: four input channels of one tap (or row bytes) per call
         if dsp_step is not None:  # int32 views of x and w for it: four int8 per word
             self.x4 = flat_view(x, (int(np.prod(spec.input_shape)) // 4,), "int32")
             self.w4 = flat_view(w, (int(w.shape[0]) // 4,), "int32")
+        if dsp_step is not None and spec.row_quad:  # a border pixel's padded window
+            from tvm.script.ir_builder import tirx as T
+
+            self.column = T.sblock_alloc_buffer((spec.kernel[0] * spec.kernel[1] * spec.input_shape[3],), "int8")
         self.bias, self.bias_interior, self.quant = bias, bias_interior, quant
         _, self.height, self.width, self.channels = spec.input_shape
         kh, kw = spec.kernel
@@ -200,7 +221,11 @@ class _ConvBuilder:
             rows = tuple(T.bind(v) for v in _window(ih0, self.height, spec.kernel[0], dh))
             cols = tuple(T.bind(v) for v in _window(iw0, self.width, spec.kernel[1], dw))
         origin = T.bind(((n * self.height + ih0) * self.width + iw0) * self.channels)
-        bias = self.bias_interior if interior else self.bias
+        rows_in_words = spec.row_quad and self.dsp_step is not None
+        padded = rows_in_words and not interior  # a border pixel's window, zero-point padded
+        if padded:
+            self._fill_column(origin, ih0, iw0)
+        bias = self.bias_interior if interior or padded else self.bias
         offset = 0 if interior else spec.input_offset
         with T.serial(0, spec.channel_blocks) as cb:
             for p in range(len(ows)):
@@ -216,11 +241,22 @@ class _ConvBuilder:
                     x_tap, w_tap = T.bind(x_tap), T.bind(w_tap)
                 if spec.depthwise:
                     self._depthwise_tap(x_tap, w_tap, cb, pixel_offsets, offset)
+                elif spec.row_quad:
+                    w_row = w_base + kh * (spec.kernel[1] * self.tap_w)
+                    self._row_quad_channels(x_tap, w_row, kw * self.channels, pixel_offsets, offset)
                 else:
                     self._channel_loop(x_tap, w_tap, pixel_offsets, offset)
 
             few_channels = self.channels <= SMALL_CHANNELS
-            if interior and (spec.depthwise or few_channels):  # kernel rows unrolled: few MACs per tap
+            if rows_in_words:  # a row's bytes four at a time, of the input or of the padded window
+                span = spec.kernel[1] * self.channels
+                source, start, stride = (self.column, 0, span) if padded else (self.x, x_base, dh * self.row)
+                with T.serial(0, spec.kernel[0]) as kh:
+                    x_row = T.bind(start + kh * stride)
+                    w_row = T.bind(w_base + kh * (spec.kernel[1] * self.tap_w))
+                    for quad in range(span // 4):
+                        self.dsp_step(self, source, x_row + 4 * quad, w_row + quad * 4 * block, pixel_offsets)
+            elif interior and (spec.depthwise or few_channels):  # kernel rows unrolled: few MACs per tap
                 with T.serial(*rows) as kh:
                     for kw in range(spec.kernel[1]):
                         tap(kh, kw)
@@ -273,6 +309,38 @@ class _ConvBuilder:
             for u in range(unroll):
                 c = cu * unroll + u
                 step(c, lambda j, c=c: w_tap + c * block + j)
+
+    def _fill_column(self, origin: Any, ih0: Any, iw0: Any) -> None:
+        """The window of one border pixel as rows of KW·Cin bytes (ConvSpec.row_quad), taps outside
+        the input the input's zero point: (zero point + offset)·w adds nothing."""
+        from tvm import tirx
+        from tvm.script.ir_builder import tirx as T
+
+        spec = self.spec
+        span = spec.kernel[1] * self.channels
+        zero_point = tirx.const(-spec.input_offset, "int8")
+        with T.serial(0, spec.kernel[0]) as kh:
+            ih = ih0 + kh * spec.dilation[0]
+            row_inside = T.bind(tirx.And(ih >= 0, ih < self.height))
+            for at in range(span):
+                iw = iw0 + at // self.channels
+                inside = tirx.And(row_inside, tirx.And(iw >= 0, iw < self.width))
+                value = tirx.if_then_else(inside, self.x[origin + kh * (spec.dilation[0] * self.row) + at], zero_point)
+                T.buffer_store(self.column, value, [kh * span + at])
+
+    def _row_quad_channels(self, x_tap: Any, w_row: Any, position: Any, pixel_offsets: list[int], offset: int) -> None:
+        """The channels of one tap in the row-quad layout (ConvSpec.row_quad): channel c is byte
+        `position` + c of its kernel row, in the row's fours of B output channels."""
+        from tvm import tirx
+        from tvm.script.ir_builder import tirx as T
+
+        block = self.spec.block
+        for c in range(self.channels):
+            at = position + c
+            quad, byte = (at // 4, at % 4) if isinstance(at, int) else (tirx.floordiv(at, 4), tirx.floormod(at, 4))
+            values = [self._load(x_tap + c + po, offset) for po in pixel_offsets]
+            for j in range(block):
+                self._mac(values, T.bind(i32(self.w[w_row + quad * (4 * block) + j * 4 + byte])), j)
 
     def _depthwise_tap(self, x_tap: Any, w_tap: Any, cb: Any, pixel_offsets: list[int], offset: int) -> None:
         from tvm import tirx

@@ -21,11 +21,15 @@ from mlonmcu.backends.tvm.integer.tir import accumulators, flat_view, prim_func,
 
 DSP_VARIANT = "mlonmcu_dsp_variant"
 # CONV_2D output channels per register block in the DSP layout (unless tvmaot.conv_block is set):
-# each widened input word feeds more SMLADs; measured on the M4 (MLPerf Tiny) against 4 and 8
+# each widened input word feeds more SMLADs; measured on the M4 (MLPerf Tiny) against 4, 8 and 12.
+# A layer whose channel count 16 does not divide takes the largest of 8, 4, 1 that does: padded
+# lanes in a wide block cost more than they share (12 channels in a block of 16: slower than 4).
 CONV_BLOCK = 16
 GUARD = "defined(__ARM_FEATURE_DSP)"
-# what the variants call besides ACLE's __smlad (arm_acle.h)
+# what the variants call besides ACLE's __smlad (arm_acle.h); a word load at any alignment
 PRELUDE = """#include <arm_acle.h>
+#include <string.h>
+static inline int32_t mlonmcu_load_word(const int8_t *p) { int32_t v; memcpy(&v, p, 4); return v; }
 static inline int32_t mlonmcu_sxtb16(int32_t v) { int32_t r; __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(v)); return r; }
 static inline int32_t mlonmcu_sxtb16_ror8(int32_t v) {
   int32_t r; __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v)); return r;
@@ -71,8 +75,28 @@ def conv_dsp_step(builder: Any, x_tap: Any, w_tap: Any, c4: Any, pixel_offsets: 
 
     block = builder.spec.block
     lanes = [_widened(T.bind(builder.x4[tirx.shift_right(x_tap + po, 2) + c4]), offset) for po in pixel_offsets]
+    _smlad_block(builder, lanes, tirx.shift_right(w_tap, 2) + c4 * block)
+
+
+def conv_dsp_row_step(builder: Any, source: Any, x_at: Any, w_at: Any, pixel_offsets: list[int]) -> None:
+    """Four bytes of a kernel row (ConvSpec.row_quad: few input channels) of a pixel block whose
+    window is whole — interior, or a border pixel's zero-point padded copy (`source`): the inputs
+    as words at any alignment (the M4's LDR takes them), the weights in fours."""
+    from tvm import tirx
+    from tvm.script.ir_builder import tirx as T
+
+    words = [T.bind(_call("mlonmcu_load_word", T.address_of(source[x_at + po]))) for po in pixel_offsets]
+    _smlad_block(builder, [_widened(word, 0) for word in words], tirx.shift_right(w_at, 2))
+
+
+def _smlad_block(builder: Any, lanes: list[tuple[Any, Any]], w_word: Any) -> None:
+    """Per output channel j of the block one word of weights (at w_word + j), widened, and two
+    SMLADs with each pixel's widened inputs into its accumulator."""
+    from tvm.script.ir_builder import tirx as T
+
+    block = builder.spec.block
     for j in range(block):
-        weights = T.bind(builder.w4[tirx.shift_right(w_tap, 2) + c4 * block + j])
+        weights = T.bind(builder.w4[w_word + j])
         even_w = T.bind(_call("mlonmcu_sxtb16", weights))
         odd_w = T.bind(_call("mlonmcu_sxtb16_ror8", weights))
         for p, (even_x, odd_x) in enumerate(lanes):

@@ -137,6 +137,8 @@ def conv_lowering(
         block, pixels = schedule.few_channels_block, schedule.few_channels_pixels
     else:
         block, pixels = schedule.conv_block, schedule.conv_pixels
+    if schedule.simd == "dsp" and not depthwise and block == dsp.CONV_BLOCK:  # no padded lanes
+        block = next(b for b in (dsp.CONV_BLOCK, 8, 4, 1) if channels % b == 0)
     if schedule.simd == "rvv" and not depthwise:  # the vector lanes are a block's output channels
         block, pixels = min(channels, rvv.CONV_BLOCK), 1
     elif schedule.simd == "mve" and not depthwise:  # dot products along each channel's weights
@@ -167,7 +169,7 @@ def conv_lowering(
         weights_arg = conv.pack_depthwise_weights(hwio, block, spec.blocked)
         folded = conv.interior_bias(bias, hwio, spec.input_offset, channel_axis=2)
     else:
-        weights_arg = conv.pack_conv_weights(hwio, block, spec.quad)
+        weights_arg = conv.pack_conv_weights(hwio, block, spec.quad, spec.row_quad)
         folded = conv.interior_bias(bias, hwio, spec.input_offset, channel_axis=3)
     args = [
         x.value,
@@ -180,6 +182,8 @@ def conv_lowering(
     kernel = conv.conv_kernel(spec)
     if spec.quad:
         kernel = kernel.with_attr(dsp.DSP_VARIANT, conv.conv_kernel(spec, dsp.conv_dsp_step))
+    elif spec.row_quad:
+        kernel = kernel.with_attr(dsp.DSP_VARIANT, conv.conv_kernel(spec, dsp.conv_dsp_row_step))
     elif schedule.simd == "mve":
         kernel = kernel.with_attr(mve.MVE_VARIANT, mve.conv_mve_kernel(spec))
     elif schedule.simd != "off":
