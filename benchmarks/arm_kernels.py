@@ -14,7 +14,6 @@ quote its output; it is not a test.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -22,25 +21,21 @@ import pandas as pd
 
 from mlonmcu import api
 
-MODELS = ("aww", "vww", "resnet", "toycar")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kernel_bench
+
 BOARDS = ("mps2_an385", "mps2_an386", "mps2_an500", "mps2_an505", "mps3_an547")
 CORES = {"mps2_an385": "M3", "mps2_an386": "M4", "mps2_an500": "M7", "mps2_an505": "M33", "mps3_an547": "M55"}
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_models = Path(__file__).resolve().parents[2] / "shared" / "models"
-    parser.add_argument("--models", type=Path, default=default_models, help="mlonmcu-models directory")
-    parser.add_argument("--boards", default=",".join(BOARDS), help="comma-separated QEMU boards")
-    parser.add_argument("--only", default=",".join(MODELS), help="comma-separated models")
-    parser.add_argument("--home", default=None, help="mlonmcu home (default: the default HOME, with its TFLM)")
-    parser.add_argument("--parallel", type=int, default=2)
-    parser.add_argument("--samples", type=int, default=1, help="validate.samples")
-    args = parser.parse_args()
-    if not (args.models / "aww").is_dir():
-        print(f"no MLPerf Tiny models in {args.models}; pass --models", file=sys.stderr)
+    options = kernel_bench.parser(__doc__.splitlines()[0])
+    options.add_argument("--boards", default=",".join(BOARDS), help="comma-separated QEMU boards")
+    options.add_argument("--only", default=",".join(kernel_bench.MODELS), help="comma-separated models")
+    args = options.parse_args()
+    models = kernel_bench.model_paths(args.models, args.only.split(","))
+    if models is None:
         return 2
-    models = [str(args.models / m / f"{m}.tflite") for m in args.only.split(",")]
     boards = args.boards.split(",")
     common = {"backends": None, "home": args.home, "targets": boards, "features": ["validate"]}
     frames = []
@@ -85,19 +80,8 @@ def summarise(report: pd.DataFrame) -> pd.DataFrame:
             ratio = ""
             if name == "tvmaot SIMD" and cmsis is not None and row["Run Instructions"] > 0:
                 ratio = f"{cmsis['Run Instructions'] / row['Run Instructions']:.2f}"
-            rows.append(
-                {
-                    "model": model,
-                    "board": f"{board} ({CORES.get(board, '?')})",
-                    "kernels": name,
-                    "instructions": row["Run Instructions"],
-                    "CMSIS-NN / tvmaot SIMD": ratio,
-                    "validation": row["Validation"],
-                    "max abs error": row["Max Abs Error"],
-                    "ROM": row["Total ROM"],
-                    "arena": row["Arena Size"],
-                }
-            )
+            where = {"model": model, "board": f"{board} ({CORES.get(board, '?')})", "kernels": name}
+            rows.append({**where, "CMSIS-NN / tvmaot SIMD": ratio, **kernel_bench.result_columns(row)})
     return pd.DataFrame(rows)
 
 

@@ -12,7 +12,6 @@ Needs `mlonmcu setup tflm muriscv_nn riscv_llvm`. Run by hand; quote its output,
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -20,24 +19,20 @@ import pandas as pd
 
 from mlonmcu import api
 
-MODELS = ("aww", "vww", "resnet", "toycar")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kernel_bench
+
 SCALAR = "rv32imc"
 VECTOR = "rv32gcv"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_models = Path(__file__).resolve().parents[2] / "shared" / "models"
-    parser.add_argument("--models", type=Path, default=default_models, help="mlonmcu-models directory")
-    parser.add_argument("--vlen", default="128,256,512,1024", help="comma-separated VLENs for the vector rows")
-    parser.add_argument("--home", default=None, help="mlonmcu home (default: the default HOME, with its TFLM)")
-    parser.add_argument("--parallel", type=int, default=2)
-    parser.add_argument("--samples", type=int, default=1, help="validate.samples")
-    args = parser.parse_args()
-    if not (args.models / "aww").is_dir():
-        print(f"no MLPerf Tiny models in {args.models}; pass --models", file=sys.stderr)
+    options = kernel_bench.parser(__doc__.splitlines()[0])
+    options.add_argument("--vlen", default="128,256,512,1024", help="comma-separated VLENs for the vector rows")
+    args = options.parse_args()
+    models = kernel_bench.model_paths(args.models, list(kernel_bench.MODELS))
+    if models is None:
         return 2
-    models = [str(args.models / m / f"{m}.tflite") for m in MODELS]
     common = {"validate.samples": str(args.samples)}
     matrices = [
         ({**common, "spike.arch": SCALAR, "tflmi.kernels": ["reference", "muriscv_nn"]}, ["tflmi", "tvmaot"]),
@@ -92,18 +87,9 @@ def summarise(report: pd.DataFrame) -> pd.DataFrame:
             ratio = None
             if name == "tvmaot" and muriscv is not None and row["Run Instructions"] > 0:
                 ratio = round(muriscv["Run Instructions"] / row["Run Instructions"], 2)
+            where = {"model": model, "ISA": isa, "VLEN": vlen, "backend": name}
             rows.append(
-                {
-                    "model": model,
-                    "ISA": isa,
-                    "VLEN": vlen,
-                    "backend": name,
-                    "instructions": row["Run Instructions"],
-                    "muRISCV-NN / tvmaot": "" if ratio is None else ratio,
-                    "validation": row["Validation"],
-                    "ROM": row["Total ROM"],
-                    "arena": row["Arena Size"],
-                }
+                {**where, "muRISCV-NN / tvmaot": "" if ratio is None else ratio, **kernel_bench.result_columns(row)}
             )
     return pd.DataFrame(rows)
 

@@ -4,6 +4,7 @@ strips, channel tails, border pixels and per-tensor/per-channel requantization a
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from tflite_builder import Op, build, const, conv_options, q
 
 
@@ -74,3 +75,14 @@ def add_case(shape: tuple[int, ...], subtract: bool = False, act: int = 0) -> by
     op = "SUB" if subtract else "ADD"
     options = {"FusedActivationFunction": act}
     return build(tensors, [Op(op, [0, 1], [2], options, "SubOptions" if subtract else "AddOptions")], [0, 1], [2])
+
+
+def exact_counts(report: pd.DataFrame) -> pd.DataFrame:
+    """Every run of a SIMD kernel report finished and matched LiteRT to the bit; its instruction
+    counts per model (rows) and tvmaot.simd value (columns)."""
+    for _, row in report.iterrows():
+        where = f"{row['Model']} {row['Config']}"
+        assert not row["Failing"], f"{where}: {row['Reason']}"
+        assert row["Validation"] == "pass" and row["Max Abs Error"] == 0, where
+    simd = report.assign(simd=report["Config"].str.extract(r"simd=(\w+)")[0])
+    return simd.pivot_table(index="Model", columns="simd", values="Run Instructions")

@@ -419,3 +419,34 @@ def conv_kernel(spec: ConvSpec, dsp_step: Any = None) -> Any:
             x_flat, w_flat = flat_view(x, spec.input_shape), flat_view(w, weight_shape)
             _ConvBuilder(spec, x_flat, w_flat, bias, bias_interior, quant, y, acc, dsp_step).rows()
     return ib.get()
+
+
+def conv_call_kernel(spec: ConvSpec, extern: str, passed: tuple[str, ...], tail: list[int]) -> Any:
+    """A SIMD variant of conv_kernel whose body is one call into hand-written C (integer/rvv.py,
+    integer/mve.py): the scalar kernel's parameters, the `passed` ones handed to `extern`, then
+    every shape and quantization fact as a constant, then `tail` (what the variant reads more)."""
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    table = spec.table
+    channels = spec.channel_blocks * spec.block
+    n, height, width, cin = spec.input_shape
+    _, out_height, out_width, outputs = spec.output_shape
+    quant_rows, quant_width = table.values.shape
+    op = "DEPTHWISE_CONV_2D" if spec.depthwise else "CONV_2D"
+    with IRBuilder() as ib, prim_func(spec.name, [op], spec.macs):
+        args = {
+            "x": T.arg("x", T.Buffer(spec.input_shape, "int8")),
+            "w": T.arg("w", T.Buffer(spec.weight_shape, "int8")),
+            "bias": T.arg("bias", T.Buffer((channels,), "int32")),
+            "bias_interior": T.arg("bias_interior", T.Buffer((channels,), "int32")),
+            "quant": T.arg("quant", T.Buffer((channels if not table.uniform else quant_rows, quant_width), "int32")),
+            "y": T.arg("y", T.Buffer(spec.output_shape, "int8")),
+        }
+        constants = [
+            int(spec.depthwise), n, height, width, cin, out_height, out_width, outputs,
+            *spec.kernel, *spec.strides, *spec.dilation, spec.padding[0], spec.padding[1], spec.block,
+            spec.input_offset, spec.act_min, spec.act_max, quant_width, int(table.uniform), int(table.left_shift),
+        ]  # fmt: skip
+        T.evaluate(T.call_extern("int32", extern, *(args[name].data for name in passed), *constants, *tail))
+    return ib.get()

@@ -172,3 +172,31 @@ def dense_kernel(spec: DenseSpec) -> Any:
                             T.buffer_store(acc, acc[j] + xv * i32(wt[ob, i, j]), [j])
                 store_outputs(spec, acc, quant, y, b, ob)
     return ib.get()
+
+
+def dense_call_kernel(spec: DenseSpec, extern: str, extra: Any, store: Any = None) -> Any:
+    """FULLY_CONNECTED whose sums come from one call into hand-written C per block of outputs
+    (integer/rvv.py, integer/mve.py): extern(acc, the batch row of x, the block's weights, the
+    block's bias, inputs, *extra(count)) with `count` outputs in the block; then `store(acc,
+    quant, y, b, ob, count)`, by default the scalar kernel's requantization (store_outputs)."""
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    block = spec.block
+    blocks = -(-spec.outputs // block)
+    with IRBuilder() as ib, prim_func(spec.name, ["FULLY_CONNECTED"], spec.macs):
+        x_arg, wt, bias, quant, y_arg = dense_args(spec)
+        with root_block():
+            x, y = flat_view(x_arg, spec.input_shape), flat_view(y_arg, spec.output_shape)
+            w = flat_view(wt, (blocks * spec.inputs * block,))
+            acc = accumulators(block)
+            with T.serial(0, spec.batch) as b, T.serial(0, blocks) as ob:
+                count = min(block, spec.outputs) if blocks == 1 else T.min(block, spec.outputs - ob * block)
+                row, weights = T.address_of(x[b * spec.inputs]), T.address_of(w[ob * spec.inputs * block])
+                args = [T.address_of(acc[0]), row, weights, T.address_of(bias[ob * block]), spec.inputs]
+                T.evaluate(T.call_extern("int32", extern, *args, *extra(count)))
+                if store is None:
+                    store_outputs(spec, acc, quant, y, b, ob, unrolled=False)
+                else:
+                    store(acc, quant, y, b, ob, count)
+    return ib.get()
