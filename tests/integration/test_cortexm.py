@@ -55,7 +55,8 @@ def test_bundled_model_on_all_qemu_boards(integration_home, mlonmcu):
     assert set(frame.Target) == set(BOARDS)
     assert (frame.Validation == "pass").all() and (frame["Max Abs Error"] == 0).all()
     assert (frame.Counter == "qemu-plugin").all()
-    assert (frame["Run Instructions"] > 1_000_000).all() and frame["Run Cycles"].isna().all()
+    # a whole inference ran (the M55 takes kws_dscnn in ~0.46 M instructions with MVE, the others > 1.3 M)
+    assert (frame["Run Instructions"] > 300_000).all() and frame["Run Cycles"].isna().all()
     assert (frame["Total ROM"] > 10_000).all() and (frame["Total RAM"] > frame["Arena Size"]).all()
 
 
