@@ -55,3 +55,15 @@ def test_a_kernel_with_dsp_and_rvv_variants_keeps_its_scalar_code_for_cores_with
     assert lines.index(f"#if {GUARD}") < lines.index(f"#if {rvv.GUARD}")
     assert "mlonmcu_rvv_conv2d(" in text  # the RVV prelude comes with its variants
     assert text.count("void tvmgen_b(") == 3
+
+
+def test_dsp_layout_widens_conv_blocks_only_where_they_divide_the_channels():
+    """conv_block 0 = by layout: 4 for the scalar layouts, in the DSP layout 16 or 8 where they divide;
+    a value the user sets is kept, and the 16x8 kernels keep the scalar block."""
+    from mlonmcu.backends.tvm.integer.patterns import Schedule
+
+    dsp = Schedule(simd="dsp")
+    assert [dsp.regular_conv_block(c) for c in (64, 24, 12, 10, 3)] == [16, 8, 4, 4, 4]
+    assert Schedule().regular_conv_block(64) == Schedule(simd="rvv").regular_conv_block(64) == 4
+    assert Schedule(simd="dsp", conv_block=16).regular_conv_block(12) == 16
+    assert dsp.scalar_conv_block == 4

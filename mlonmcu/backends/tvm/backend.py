@@ -14,7 +14,7 @@ from mlonmcu.backends.tvm.importer import first_line, import_tflite
 from mlonmcu.backends.tvm.integer import dsp
 from mlonmcu.backends.tvm.integer.direct import build_direct
 from mlonmcu.backends.tvm.integer.lowering import is_quantized, lower_integer
-from mlonmcu.backends.tvm.integer.patterns import Schedule
+from mlonmcu.backends.tvm.integer.patterns import SCALAR_CONV_BLOCK, Schedule
 from mlonmcu.backends.tvm.integer.uncovered import NotCovered
 from mlonmcu.backends.tvm.kernel_info import kernel_info
 from mlonmcu.backends.tvm.pipeline import lower_relax
@@ -26,7 +26,6 @@ from mlonmcu.errors import StageError
 from mlonmcu.models.tflite_graph import TfliteGraph, read_graph, unrunnable_message
 
 logger = logging.getLogger("mlonmcu.tvmaot")
-CONV_BLOCK = 4  # integer conv: output channels per register block of the scalar layouts
 
 
 class TvmAotBackend(Backend):
@@ -69,8 +68,8 @@ class TvmAotBackend(Backend):
             "conv_block",
             int,
             0,
-            f"integer conv: output channels per register block (0 = {CONV_BLOCK}, {dsp.CONV_BLOCK} in the Arm DSP "
-            "layout)",
+            f"integer conv: output channels per register block (0 = by layout: {SCALAR_CONV_BLOCK}; in the Arm "
+            f"DSP layout {dsp.CONV_BLOCK} or 8 where it divides the layer's channels)",
             min=0,
             max=16,
         ),
@@ -166,9 +165,8 @@ class TvmAotBackend(Backend):
         simd = self.opt("simd")
         if simd == "auto":  # the layouts of the core's extension (build_facts), free variants elsewhere
             simd = self.facts.get("simd", "auto")
-        conv_block = self.opt("conv_block") or (dsp.CONV_BLOCK if simd == "dsp" else CONV_BLOCK)
         return Schedule(
-            conv_block=conv_block,
+            conv_block=self.opt("conv_block"),
             conv_pixels=self.opt("conv_pixels"),
             depthwise_block=self.opt("depthwise_block"),
             depthwise_pixels=self.opt("depthwise_pixels"),

@@ -288,7 +288,7 @@ class DirectBuilder:
             wide=wide,
             act=(out.act_min, out.act_max),
             depthwise=hwio.ndim == 3,
-            block=self.schedule.conv_block,
+            block=self.schedule.scalar_conv_block,
         )
         if pairs is None:
             pairs = per_channel_multipliers(x.scalar_scale, weights.scale, out.scale)

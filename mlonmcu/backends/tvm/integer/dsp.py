@@ -20,10 +20,9 @@ from mlonmcu.backends.tvm.integer.dense import DenseSpec, dense_args, quad_layou
 from mlonmcu.backends.tvm.integer.tir import accumulators, flat_view, prim_func, root_block
 
 DSP_VARIANT = "mlonmcu_dsp_variant"
-# CONV_2D output channels per register block in the DSP layout (unless tvmaot.conv_block is set):
-# each widened input word feeds more SMLADs; measured on the M4 (MLPerf Tiny) against 4, 8 and 12.
-# A layer whose channel count 16 does not divide takes the largest of 8, 4, 1 that does: padded
-# lanes in a wide block cost more than they share (12 channels in a block of 16: slower than 4).
+# CONV_2D output channels per register block in the DSP layout (unless tvmaot.conv_block is set;
+# patterns.Schedule.regular_conv_block): each widened input word feeds more SMLADs; measured on the
+# M4 (MLPerf Tiny) against 4, 8 and 12; a layer 16 does not divide takes 8 or 4.
 CONV_BLOCK = 16
 GUARD = "defined(__ARM_FEATURE_DSP)"
 # what the variants call besides ACLE's __smlad (arm_acle.h); a word load at any alignment

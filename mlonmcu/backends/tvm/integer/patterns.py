@@ -39,7 +39,7 @@ ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TAN
 class Schedule:
     """Register blocking of the integer kernels (output channels B × output pixels P)."""
 
-    conv_block: int = 4
+    conv_block: int = 0  # 0: by layout (regular_conv_block)
     conv_pixels: int = 2
     # convolutions over very few input channels (first layers on RGB or audio features):
     # each tap feeds few MACs, so more output channels per pixel pay off more than pixel pairs
@@ -55,6 +55,23 @@ class Schedule:
     # rvv = conv weights in blocks as wide as the vector lanes, mve = weights as rows of input
     # channels (dot products), off = none
     simd: str = "auto"
+
+    @property
+    def scalar_conv_block(self) -> int:
+        """Output channels per register block of the scalar layouts: tvmaot.conv_block, else 4."""
+        return self.conv_block or SCALAR_CONV_BLOCK
+
+    def regular_conv_block(self, channels: int) -> int:
+        """The same for a CONV_2D of `channels` outputs: in the Arm DSP layout, unless set, 16 or 8
+        where it divides the channels (padded lanes in a wide block cost more than the block
+        shares), else the scalar block."""
+        if self.simd == "dsp" and not self.conv_block:
+            wide = [b for b in (dsp.CONV_BLOCK, 8) if channels % b == 0]
+            return wide[0] if wide else SCALAR_CONV_BLOCK
+        return self.scalar_conv_block
+
+
+SCALAR_CONV_BLOCK = 4
 
 
 @dataclass
@@ -136,9 +153,7 @@ def conv_lowering(
     elif in_shape[3] <= conv.SMALL_CHANNELS:
         block, pixels = schedule.few_channels_block, schedule.few_channels_pixels
     else:
-        block, pixels = schedule.conv_block, schedule.conv_pixels
-    if schedule.simd == "dsp" and not depthwise and block == dsp.CONV_BLOCK:  # no padded lanes
-        block = next(b for b in (dsp.CONV_BLOCK, 8, 4, 1) if channels % b == 0)
+        block, pixels = schedule.regular_conv_block(channels), schedule.conv_pixels
     if schedule.simd == "rvv" and not depthwise:  # the vector lanes are a block's output channels
         block, pixels = min(channels, rvv.CONV_BLOCK), 1
     elif schedule.simd == "mve" and not depthwise:  # dot products along each channel's weights
