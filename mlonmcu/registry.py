@@ -73,6 +73,11 @@ def _plugins_of(loaded: Any) -> Iterable[Any]:
     return [loaded] if isinstance(loaded, type) else list(loaded())
 
 
+def _is_own(point: importlib.metadata.EntryPoint) -> bool:
+    """One of mlonmcu's own plugins (by module: a distribution's name costs a METADATA parse)."""
+    return point.module.startswith(OWN_DISTRIBUTION + ".")
+
+
 def load_plugins() -> None:
     """Import every plugin declared by an installed distribution (once per process)."""
     global _loaded
@@ -80,19 +85,20 @@ def load_plugins() -> None:
         return
     _loaded = True
     own = 0
+    points = importlib.metadata.entry_points()  # one scan of the installed distributions for all groups
     for reg in REGISTRIES:
-        for point in importlib.metadata.entry_points(group=reg.group):
-            dist = point.dist.name if point.dist is not None else "?"
+        for point in points.select(group=reg.group):
             try:
                 classes = _plugins_of(point.load())
             except Exception as err:
-                if dist == OWN_DISTRIBUTION:
+                if _is_own(point):
                     raise
+                dist = point.dist.name if point.dist is not None else "?"
                 log.warning(
                     "ignoring %s plugin '%s' of %s: %s: %s", reg.kind, point.name, dist, type(err).__name__, err
                 )
                 continue
-            own += dist == OWN_DISTRIBUTION
+            own += _is_own(point)
             for cls in classes:
                 reg.register(cls)
     if own == 0:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import jinja2
-
 from mlonmcu.config import closest
 from mlonmcu.data import environments_dir
 from mlonmcu.errors import ConfigError
@@ -36,6 +34,8 @@ def render_template(name: str) -> str:
     names = template_names()
     if name not in names:
         raise ConfigError(f"unknown environment template '{name}'{closest(name, names)}; valid: {', '.join(names)}")
+    import jinja2  # only for `init`: not on every command's path
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(environments_dir() / name),
         undefined=jinja2.StrictUndefined,

@@ -1,12 +1,11 @@
-"""ROM and RAM of a firmware from its ELF section headers (agrees with `size -A`)."""
+"""ROM and RAM of a firmware from its ELF section headers (agrees with `size -A`).
+
+pyelftools is imported where an ELF is read: a session restored from the cache reads none.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-from elftools.elf.constants import SH_FLAGS
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
 
 from mlonmcu.contracts import MemoryUsage
 
@@ -17,6 +16,9 @@ STACK_SECTIONS = frozenset({".stack", ".heap"})
 
 def memory_usage(elf: Path) -> MemoryUsage:
     """ROM code/read-only/data and RAM zero-init/stack (RAM data is the ROM data's copy)."""
+    from elftools.elf.constants import SH_FLAGS
+    from elftools.elf.elffile import ELFFile
+
     rom_code = rom_ro = rom_data = ram_zero = ram_stack = 0
     with elf.open("rb") as fh:
         for section in ELFFile(fh).iter_sections():
@@ -41,6 +43,9 @@ def memory_usage(elf: Path) -> MemoryUsage:
 
 def symbol(elf: Path, name: str) -> tuple[int, int] | None:
     """(address, size) of a symbol; Thumb function addresses without their mode bit."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
     with elf.open("rb") as fh:
         symtab = ELFFile(fh).get_section_by_name(".symtab")
         if not isinstance(symtab, SymbolTableSection):

@@ -5,15 +5,18 @@ from __future__ import annotations
 import shutil
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from mlonmcu.data import templates_dir
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 @cache
 def _environment() -> jinja2.Environment:
+    import jinja2  # loaded by the first render: a session restored from the cache renders nothing
+
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates_dir()),
         undefined=jinja2.StrictUndefined,

@@ -9,6 +9,7 @@ added later need no schema change, and reads give back the values with their typ
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -22,7 +23,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sqlalchemy import URL, Connection, Engine, case, create_engine, event, func, make_url, select, text
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from mlonmcu.errors import ConfigError, MlonmcuError
@@ -409,7 +409,9 @@ class ResultsStore:
 
     @staticmethod
     def _upsert_session(conn: Connection, values: dict[str, Any]) -> int:
-        insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+        # the dialect's own INSERT … ON CONFLICT, imported for the dialect in use (postgresql's is slow to load)
+        dialect = "postgresql" if conn.dialect.name == "postgresql" else "sqlite"
+        insert: Any = importlib.import_module(f"sqlalchemy.dialects.{dialect}").insert
         new = insert(T.sessions).values(**values)
         upsert = new.on_conflict_do_update(
             index_elements=[T.sessions.c.uid],

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing
 import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, InvalidStateError, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, InvalidStateError
 from concurrent.futures import wait as futures_wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -245,6 +244,9 @@ def make_executor(
     if kind == "inline":
         return InlineExecutor()
     if kind == "process":
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         # spawn: workers start clean (no inherited threads/locks of the progress display); each
         # dies with the orchestrator and stops its run cleanly on SIGTERM (session/interrupt.py)
         return ProcessPoolExecutor(

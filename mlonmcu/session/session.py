@@ -18,8 +18,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable
-from concurrent.futures import CancelledError, Executor, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import BrokenExecutor, CancelledError, Executor, Future, wait
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
@@ -243,7 +242,7 @@ class _Runner:
             self.executor = self.factory()
             try:
                 self._submit_all()
-            except BrokenProcessPool:
+            except BrokenExecutor:  # the process pool (BrokenProcessPool); its module loads only with it
                 # wait until the broken pool has ended all its workers: the innocent ones remove
                 # their run's marker on the way out (SIGTERM), the dead one's marker stays
                 self.executor.shutdown(wait=True, cancel_futures=True)
@@ -259,6 +258,8 @@ class _Runner:
         if isinstance(self.executor, InlineExecutor):
             self._inline(specs)
             return
+        from concurrent.futures import ProcessPoolExecutor  # loads multiprocessing: only here, for a pool
+
         if isinstance(self.executor, ProcessPoolExecutor):
             # a run restored from the cache takes milliseconds here, a worker seconds to start
             self._inline([s for s in specs if _fully_cached(s)])
@@ -285,7 +286,7 @@ class _Runner:
             return
         try:
             outcome = future.result()
-        except (BrokenProcessPool, Interrupted):
+        except (BrokenExecutor, Interrupted):
             raise
         except CancelledError:
             return
@@ -327,7 +328,7 @@ class _Runner:
                 if spec.run not in self.pending or future.cancelled():
                     continue
                 self._collect_within(future, deadline)
-        except (BrokenProcessPool, TimeoutError) as err:
+        except (BrokenExecutor, TimeoutError) as err:
             logger.warning("not every run reported back after the interrupt: %s", type(err).__name__)
         finally:
             for process in processes:

@@ -7,7 +7,6 @@ import importlib.util
 import logging
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +18,7 @@ from mlonmcu.errors import SetupError, ToolError
 from mlonmcu.plugin import Plugin
 from mlonmcu.process import run
 from mlonmcu.setup.deps import Installed
+from mlonmcu.setup.probe import Probes
 
 logger = logging.getLogger("mlonmcu.setup")
 
@@ -111,15 +111,6 @@ class DirectoryComponent(Component):
             self.entry.publish(lambda staging: self.fill(staging, log))
 
 
-def first_line(args: list[str]) -> str:
-    try:
-        out = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    text = (out.stdout or out.stderr).strip()
-    return text.splitlines()[0].strip() if text else "unknown"
-
-
 class AptComponent(Component):
     """Debian packages: installed with apt-get when root, otherwise the exact command is printed."""
 
@@ -138,22 +129,11 @@ class AptComponent(Component):
             path = shutil.which(self.executable, path=self.opt("path"))
         else:
             path = shutil.which(self.executable)
-            if path is not None and not self._packages_present():
+            if path is not None and not Probes(self.deps_dir).packages_present(self.packages):
                 path = None
         if path is None:
             return None
-        return Installed(self.name, first_line([path, *self.version_args]), path)
-
-    def _packages_present(self) -> bool:
-        if not shutil.which("dpkg-query"):
-            return True
-        out = subprocess.run(
-            ["dpkg-query", "-W", "-f", "${Status}\n", *self.packages],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        return out.returncode == 0 and all(line.endswith("installed") for line in out.stdout.splitlines())
+        return Installed(self.name, Probes(self.deps_dir).first_line([path, *self.version_args]), path)
 
     def apt_command(self) -> list[str]:
         # another apt/dpkg (a second setup, unattended-upgrades) holds the lock: wait, do not fail

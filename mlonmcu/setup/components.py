@@ -15,9 +15,10 @@ from mlonmcu.entry import Entry
 from mlonmcu.errors import SetupError
 from mlonmcu.hashing import file_hash
 from mlonmcu.process import run
-from mlonmcu.setup.component import AptComponent, DirectoryComponent, PythonComponent, first_line
+from mlonmcu.setup.component import AptComponent, DirectoryComponent, PythonComponent
 from mlonmcu.setup.deps import Installed
 from mlonmcu.setup.git import GitComponent
+from mlonmcu.setup.probe import Probes
 
 
 class TvmComponent(PythonComponent):
@@ -230,9 +231,8 @@ class SpikeComponent(DirectoryComponent):
 
     def found(self) -> Installed:
         exe = self.directory / "bin" / "spike"
-        return Installed(
-            self.name, first_line([str(exe), "--help"]).removeprefix("Spike RISC-V ISA Simulator "), str(exe)
-        )
+        version = Probes(self.deps_dir).first_line([str(exe), "--help"])
+        return Installed(self.name, version.removeprefix("Spike RISC-V ISA Simulator "), str(exe))
 
     def fill(self, staging: Path, log: Path) -> None:
         version = self.opt("version")
