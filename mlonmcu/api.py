@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -20,10 +20,8 @@ from mlonmcu.errors import ConfigError, Interrupted, MlonmcuError
 from mlonmcu.report import columns as col
 from mlonmcu.report.compare import Comparison, compare, mark_regressions
 from mlonmcu.report.report import FORMATS, export, read, records
-from mlonmcu.results import sides
 from mlonmcu.results.identity import IDENTITY, describe, identity
-from mlonmcu.results.store import ResultsStore, store_url
-from mlonmcu.results.transfer import import_report
+from mlonmcu.results.recorder import Recorder
 from mlonmcu.session.executor import connect_dask, make_executor, resolve_kind
 from mlonmcu.session.plan import FlowRequest, plan
 from mlonmcu.session.run import RunOutcome, base_row, unfinished
@@ -31,6 +29,9 @@ from mlonmcu.session.session import REPORT_FILE, Session
 from mlonmcu.session.sessions import session_dir
 from mlonmcu.session.spec import RunSpec, Stage
 from mlonmcu.session.sweep import SWEEP_FILE, Sweep, check_size, load_sweep, parse_sweep, plan_sweep
+
+if TYPE_CHECKING:
+    from mlonmcu.results.store import ResultsStore
 
 REQUEST_FILE = "request.json"  # what a session needs to be resumed: its request and planned identities
 logger = logging.getLogger("mlonmcu.api")
@@ -82,6 +83,8 @@ def check_output(output: str | os.PathLike[str]) -> Path:
 
 def open_store(env: Environment, db: str | None = None) -> ResultsStore:
     """The results store `--db`, the environment file or HOME/results.db name (checked, migrated)."""
+    from mlonmcu.results.store import ResultsStore, store_url
+
     return ResultsStore.open(store_url(db or env.results_db or None, env.home))
 
 
@@ -95,7 +98,8 @@ class _Launch:
     scheduler: str | None
     verbosity: int
     out: Path | None
-    store: ResultsStore
+    db: str | None
+    recorder: Recorder  # opens the store while the session plans; records it when it ends
     client: Any = None  # the Dask client connected while checking, handed to the session's executor
 
     @classmethod
@@ -112,14 +116,33 @@ class _Launch:
     ) -> _Launch:
         out = check_output(output) if output else None
         kind = resolve_kind(executor, parallel, scheduler)
-        store = open_store(env, db)
-        client = connect_dask(scheduler) if kind == "dask" and scheduler else None  # unreachable: fail now
-        return cls(env, kind, parallel, scheduler, verbosity, out, store, client)
+        recorder = Recorder.take()
+        try:
+            recorder.open(db or env.results_db or None, env.home)  # answered before any run (wait_open)
+            client = connect_dask(scheduler) if kind == "dask" and scheduler else None  # unreachable: fail now
+        except BaseException:
+            recorder.close()
+            raise
+        return cls(env, kind, parallel, scheduler, verbosity, out, db, recorder, client)
 
     def abandon(self) -> None:
-        """No session will run (a usage error while planning): let go of the cluster."""
+        """No session will run (a usage error while planning, an unusable store): let go of the cluster."""
+        self.recorder.close()
         if self.client is not None:
             self.client.close()
+
+    def ready(self) -> None:
+        """Wait for the store to be open (it opened while this process loaded): an unusable one
+        stops the command here, before a session is created."""
+        try:
+            self.recorder.wait_open()
+        except BaseException:
+            self.abandon()
+            raise
+
+    def store(self) -> ResultsStore:
+        """The store opened here, to read it (a sweep's comparison); the recorder only writes."""
+        return open_store(self.env, self.db)
 
     def run(
         self,
@@ -148,6 +171,7 @@ class _Launch:
             frame = session.execute(specs, factory, on_done, command, kept=kept, **({"sweep": sweep} if sweep else {}))
         finally:
             store_error = self._record(session)
+            self.recorder.close()
         if self.out is not None:
             export(frame, self.out)
         result = FlowResult(session, specs, frame, store_error=store_error)
@@ -158,9 +182,9 @@ class _Launch:
     def _record(self, session: Session) -> str:
         """The session into the store, in one transaction; a failure is reported, never fatal."""
         try:
-            import_report(self.store, session.dir)
+            self.recorder.record(session.dir)
         except (MlonmcuError, OSError) as err:
-            logger.error("results store %s: %s (load it later with `mlonmcu results import`)", self.store.url, err)
+            logger.error("results store %s: %s (load it later with `mlonmcu results import`)", self.recorder.url, err)
             return str(err)
         return ""
 
@@ -227,6 +251,7 @@ def flow(
         until=until if isinstance(until, Stage) else Stage.parse(until),
         use_cache=use_cache,
     )
+    launch.ready()
     session = Session.create(env, label)
     specs = _planned(launch, session, lambda: plan(env, request, session.id, session.dir / "runs"))
     _save_request(session, specs, "flow", request)
@@ -261,6 +286,7 @@ def sweep(
         env, executor=executor, parallel=parallel, scheduler=scheduler, verbosity=verbosity, output=output, db=db
     )
     definition = replace(definition, request=replace(definition.request, use_cache=use_cache))
+    launch.ready()
     session = Session.create(env, label or definition.label)
     specs = _planned(launch, session, lambda: plan_sweep(env, definition, session.id, session.dir / "runs"), yes)
     write_text(session.dir / SWEEP_FILE, definition.text)
@@ -273,9 +299,12 @@ def _gate(launch: _Launch, definition: Sweep, result: FlowResult, thresholds: Ma
     rules = definition.compare
     if not rules.against:
         return result
+    from mlonmcu.results import sides
+
     try:
-        new = sides.resolve(launch.env, launch.store, str(result.session.id))
-        base = sides.resolve(launch.env, launch.store, rules.against, relative_to=new)
+        with launch.store() as store:
+            new = sides.resolve(launch.env, store, str(result.session.id))
+            base = sides.resolve(launch.env, store, rules.against, relative_to=new)
         result.comparison = compare(
             base.frame, new.frame, {**rules.thresholds, **(thresholds or {})}, base_name=base.name, new_name=new.name
         )
@@ -325,6 +354,7 @@ def resume(
         env, executor=executor, parallel=parallel, scheduler=scheduler, verbosity=verbosity, output=output, db=db
     )
     definition: Sweep | None = None
+    launch.ready()
     try:
         session = Session.reopen(env, directory)
     except BaseException:
@@ -376,6 +406,8 @@ def compare_sides(
 ) -> Comparison:
     """`mlonmcu compare BASE NEW`: each side a session id, `latest`, a label, `baseline` or a
     report file. Thresholds: the NEW sweep file's `compare.thresholds`, then `thresholds`."""
+    from mlonmcu.results import sides
+
     env = Environment.load(home)
     store = open_store(env, db)
     try:
@@ -399,6 +431,8 @@ def report_inputs(
 ) -> dict[str, Any]:
     """What `report html`/`report plot` show: the named sessions' runs, their per-kernel profiles,
     the first compared with the last, and (with `history`) every stored run of the same identities."""
+    from mlonmcu.results import sides
+
     resolved: list[sides.Side] = []
     for name in names:
         resolved.append(sides.resolve(env, store, name, relative_to=resolved[-1] if resolved else None))

@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
 from sqlalchemy import URL, Connection, Engine, case, create_engine, event, func, make_url, select, text
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
@@ -29,7 +25,14 @@ from mlonmcu.errors import ConfigError, MlonmcuError
 from mlonmcu.report import columns as col
 from mlonmcu.results import migrations
 from mlonmcu.results.identity import IDENTITY, identity, identity_hash
+from mlonmcu.results.records import SessionRecord, dumps, missing, plain, restore
 from mlonmcu.results.schema import LATEST_TABLES as T
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas is imported where stored runs are read into frames: the recorder (recorder.py) writes
+# without it
 
 DEFAULT_FILE = "results.db"
 SCHEMA_VERSION = migrations.SCHEMA_VERSION
@@ -82,23 +85,6 @@ _PG_SCHEMA_LOCK = 0x6D6C6F6E6D6375  # advisory lock key: one process at a time c
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 
 
-@dataclass(frozen=True)
-class SessionRecord:
-    uid: str  # globally unique: f"{hostname}:{home}:{session_id}"
-    session: int
-    label: str
-    sweep: str
-    command: str
-    host: str
-    home: str
-    status: str  # done | interrupted | failed
-    started: datetime  # timezone-aware
-    finished: datetime | None
-    mlonmcu_version: str
-    git_commit: str
-    components: dict[str, str] = field(default_factory=dict)
-
-
 def redact(url: str) -> str:
     """The URL without its password: for messages and logs."""
     try:
@@ -131,55 +117,9 @@ def _utc(value: datetime, what: str) -> datetime:
     return value
 
 
-# -- values in and out of JSON ------------------------------------------------------------------
-
-
-def _missing(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, (str, Mapping, list, tuple)):
-        return False
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def _plain(value: Any, where: str) -> Any:
-    """A report value as JSON data of the same type: numpy scalars become Python ones, missing null."""
-    if _missing(value):
-        return None
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value)
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v, where) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, where) for v in value]
-    raise MlonmcuError(f"{where}: a value of type {type(value).__name__} cannot be kept in the results store")
-
-
-def _dumps(record: Mapping[str, Any], where: str) -> str:
-    return json.dumps({str(k): _plain(v, f"{where}, column '{k}'") for k, v in record.items()})
-
-
-def _restore(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored record; missing values come back as NaN, as in a report read from a file."""
-    return {k: math.nan if v is None else v for k, v in record.items()}
-
-
 def _cell(row: Mapping[str, Any], column: str) -> str | None:
     value = row.get(column)
-    return None if _missing(value) else str(value)
+    return None if missing(value) else str(value)
 
 
 def _run_values(
@@ -195,14 +135,18 @@ def _run_values(
         "identity": text_,
         "identity_hash": identity_hash(text_),
         **{name: _cell(row, column) for name, column in QUERY_COLUMNS.items()},
-        "failing": None if _missing(failing) else bool(failing),
-        "row": _dumps(row, f"run {run}"),
-        "profile": None if profile is None else json.dumps([_plain(r, f"profile of run {run}") for r in profile]),
+        "failing": None if missing(failing) else bool(failing),
+        "row": dumps(row, f"run {run}"),
+        "profile": None if profile is None else json.dumps([plain(r, f"profile of run {run}") for r in profile]),
     }
 
 
 def _run_number(value: Any) -> int | None:
-    if _missing(value) or isinstance(value, (bool, np.bool_)):
+    try:
+        value = plain(value, "run number")
+    except MlonmcuError:
+        return None
+    if value is None or isinstance(value, bool):
         return None
     try:
         number = float(value)
@@ -255,6 +199,8 @@ def _session_values(meta: SessionRecord) -> dict[str, Any]:
 
 
 def _utc_column(values: Any) -> pd.Series:
+    import pandas as pd
+
     return pd.to_datetime(pd.Series(values, dtype=object), utc=True)
 
 
@@ -449,6 +395,8 @@ class ResultsStore:
                 query = query.where(s.c[column] == wanted)
         with self._use() as conn:
             records = [dict(m) for m in conn.execute(query).mappings()]
+        import pandas as pd
+
         frame = pd.DataFrame(records, columns=list(SESSION_COLUMNS))
         for name in ("started", "finished"):
             frame[name] = _utc_column(frame[name])
@@ -492,7 +440,7 @@ class ResultsStore:
             results = conn.execute(query).all()
         records = [
             {
-                **_restore(json.loads(found.row)),
+                **restore(json.loads(found.row)),
                 IDENTITY: found.identity,
                 SESSION_UID: found.uid,
                 STARTED: found.started,
@@ -503,6 +451,8 @@ class ResultsStore:
             }
             for found in results
         ]
+        import pandas as pd
+
         frame = pd.DataFrame(records)
         extra = [c for c in frame.columns if c not in col.ALL and c not in STORE_COLUMNS]
         frame = frame.reindex(columns=[*col.ALL, *extra, *STORE_COLUMNS])
@@ -521,4 +471,6 @@ class ResultsStore:
                 .where(r.c.session_id == session_id, r.c.profile.is_not(None))
                 .order_by(r.c.run)
             ).all()
-        return {run: pd.DataFrame([_restore(rec) for rec in json.loads(profile)]) for run, profile in found}
+        import pandas as pd
+
+        return {run: pd.DataFrame([restore(rec) for rec in json.loads(profile)]) for run, profile in found}

@@ -13,7 +13,7 @@ import socket
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import yaml
@@ -24,11 +24,14 @@ from mlonmcu.errors import ConfigError
 from mlonmcu.features.profile import PROFILE_FILE
 from mlonmcu.report import columns as col
 from mlonmcu.report import report
-from mlonmcu.results.store import ResultsStore, SessionRecord
+from mlonmcu.results.records import SessionRecord
 from mlonmcu.session.run import RUN_FILE
 from mlonmcu.session.session import REPORT_FILE, SESSION_FILE, read_meta
 from mlonmcu.session.sessions import status_of
 from mlonmcu.session.spec import Stage
+
+if TYPE_CHECKING:
+    from mlonmcu.results.store import ResultsStore
 
 logger = logging.getLogger("mlonmcu.results")
 
