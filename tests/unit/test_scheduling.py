@@ -21,6 +21,20 @@ def test_groups_sharing_a_build_take_turns():
     assert interleaved([]) == []
 
 
+def test_models_with_more_operators_go_first_whatever_their_size():
+    bundled = Path(__file__).resolve().parents[2] / "resources" / "models"
+
+    def at(run: int, model: str) -> RunSpec:
+        ref = ModelRef(model, str(bundled / model / f"{model}.tflite"), None)
+        return RunSpec(
+            0, run, Path(str(run)), ref, "tflite", "tvmaot", "mlif", "spike", [], {}, {}, Stage.RUN, Path("c")
+        )
+
+    # kws_dscnn: 13 kB, 9 operators; cnn_small: 10 kB, 11 operators (compiling costs per kernel)
+    specs = [at(0, "kws_dscnn"), at(1, "kws_dscnn"), at(2, "cnn_small"), at(3, "cnn_small")]
+    assert [s.run for s in interleaved(specs)] == [2, 0, 3, 1]
+
+
 def test_larger_models_go_first(tmp_path):
     for name, size in {"small": 10, "large": 1000, "medium": 100}.items():
         (tmp_path / f"{name}.tflite").write_bytes(b"\0" * size)
