@@ -2,16 +2,16 @@
 
 Loading SQLAlchemy and the store's modules and opening the store take longer than a whole sweep
 restored from the cache (0.7 s of a 2.5 s unchanged rerun measured here). The recorder does
-that on the machine's other core while the session plans and runs, then records the finished
-session in one transaction (what `mlonmcu results import` would record), so
-the orchestrator never loads SQLAlchemy unless it reads the store itself (`compare:`).
+that on the machine's other core while the session loads and plans, then records the finished
+session in one transaction (what `mlonmcu results import` would record), so the orchestrator
+never loads SQLAlchemy unless it reads the store itself (`compare:`).
 
 The two speak JSON lines over the recorder's stdin/stdout: the orchestrator sends the store
 (`--db` or HOME's default; never on a command line, where `ps` would show its password), the
-recorder answers when it is open or with the error that stops the session before any run, then
-takes one finished session at a time, read by the orchestrator. The recorder lives in its own process group (a Ctrl-C
-stops the session, not the recording of its partial report) and ends when its stdin closes, so
-it never outlives the orchestrator.
+recorder answers once it is open or with the error that stops the command before a session is
+created, then takes one finished session at a time, read by the orchestrator. The recorder lives
+in its own process group (a Ctrl-C stops the session, not the recording of its partial report)
+and ends when its stdin closes, so it never outlives the orchestrator.
 """
 
 from __future__ import annotations
@@ -53,7 +53,11 @@ class Recorder:
         """The recorder started ahead of this session, or a new one."""
         global _started
         recorder, _started = _started, None
-        return recorder if recorder is not None and recorder._process.poll() is None else cls()
+        if recorder is not None and recorder._process.poll() is None:
+            return recorder
+        if recorder is not None:  # it died before it was needed (its error would be about nothing)
+            recorder.close()
+        return cls()
 
     def open(self, db: str | None, home: Path) -> None:
         """Ask it to open the store `db` names (None: HOME's SQLite file); answered by `wait_open`."""
