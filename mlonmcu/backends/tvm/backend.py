@@ -5,25 +5,17 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlonmcu.backends.backend import Backend
-from mlonmcu.backends.tvm.codegen import lower_kernels, split_variants
-from mlonmcu.backends.tvm.emitter import SOURCES, AotEmitter
-from mlonmcu.backends.tvm.importer import first_line, import_tflite
-from mlonmcu.backends.tvm.integer import dsp
-from mlonmcu.backends.tvm.integer.direct import build_direct
-from mlonmcu.backends.tvm.integer.lowering import is_quantized, lower_integer
-from mlonmcu.backends.tvm.integer.patterns import SCALAR_CONV_BLOCK, Schedule
-from mlonmcu.backends.tvm.integer.uncovered import NotCovered
-from mlonmcu.backends.tvm.kernel_info import kernel_info
-from mlonmcu.backends.tvm.pipeline import lower_relax
-from mlonmcu.backends.tvm.plan import read_plan
-from mlonmcu.backends.tvm.schedule import schedule_for_mcu
+from mlonmcu.backends.tvm.integer.blocks import DSP_CONV_BLOCK, SCALAR_CONV_BLOCK
 from mlonmcu.config import Option
 from mlonmcu.contracts import BuildResult, ModelInfo, encode
 from mlonmcu.errors import StageError
 from mlonmcu.models.tflite_graph import TfliteGraph, read_graph, unrunnable_message
+
+if TYPE_CHECKING:
+    from mlonmcu.backends.tvm.integer.patterns import Schedule
 
 logger = logging.getLogger("mlonmcu.tvmaot")
 
@@ -69,7 +61,7 @@ class TvmAotBackend(Backend):
             int,
             0,
             f"integer conv: output channels per register block (0 = by layout: {SCALAR_CONV_BLOCK}; in the Arm "
-            f"DSP layout {dsp.CONV_BLOCK} or 8 where it divides the layer's channels)",
+            f"DSP layout {DSP_CONV_BLOCK} or 8 where it divides the layer's channels)",
             min=0,
             max=16,
         ),
@@ -92,8 +84,18 @@ class TvmAotBackend(Backend):
     requires = ("tvm",)
 
     def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> BuildResult:
+        # TVM and the code generator load with the first BUILD: a session restored from the cache
+        # (and every other command) does not need them
         import tvm
         from tvm import tirx
+
+        from mlonmcu.backends.tvm.codegen import lower_kernels, split_variants
+        from mlonmcu.backends.tvm.emitter import SOURCES, AotEmitter
+        from mlonmcu.backends.tvm.importer import first_line
+        from mlonmcu.backends.tvm.kernel_info import kernel_info
+        from mlonmcu.backends.tvm.pipeline import lower_relax
+        from mlonmcu.backends.tvm.plan import read_plan
+        from mlonmcu.backends.tvm.schedule import schedule_for_mcu
 
         target = tvm.target.Target({"kind": "c"})
         float_ops = ""
@@ -130,6 +132,11 @@ class TvmAotBackend(Backend):
 
     def _import(self, path: Path, graph: TfliteGraph | None = None) -> tuple[Any, str, str]:
         """The Relax module, its `Float Ops` and which importer made it (for the build log)."""
+        from mlonmcu.backends.tvm.importer import import_tflite
+        from mlonmcu.backends.tvm.integer.direct import build_direct
+        from mlonmcu.backends.tvm.integer.lowering import is_quantized, lower_integer
+        from mlonmcu.backends.tvm.integer.uncovered import NotCovered
+
         choice = self.opt("importer")
         importer = "relax"
         graph = graph or read_graph(path)
@@ -162,6 +169,8 @@ class TvmAotBackend(Backend):
         return {"simd": simd} if simd else {}
 
     def schedule(self) -> Schedule:
+        from mlonmcu.backends.tvm.integer.patterns import Schedule
+
         simd = self.opt("simd")
         if simd == "auto":  # the layouts of the core's extension (build_facts), free variants elsewhere
             simd = self.facts.get("simd", "auto")

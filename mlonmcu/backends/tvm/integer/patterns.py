@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from mlonmcu.backends.tvm.integer import conv, dense, dsp, elementwise, mve, pooling, rvv, softmax
+from mlonmcu.backends.tvm.integer.blocks import SCALAR_CONV_BLOCK
 from mlonmcu.backends.tvm.integer.fixedpoint import (
     double_multiplier,
     per_channel_multipliers,
@@ -69,9 +70,6 @@ class Schedule:
             wide = [b for b in (dsp.CONV_BLOCK, 8) if channels % b == 0]
             return wide[0] if wide else SCALAR_CONV_BLOCK
         return self.scalar_conv_block
-
-
-SCALAR_CONV_BLOCK = 4
 
 
 @dataclass

@@ -1,0 +1,11 @@
+"""The conv register-block sizes the layouts default to.
+
+Here rather than in patterns.py and dsp.py so that the backend's option help can name them
+without loading the kernel modules (they load with the first BUILD, not on every command).
+"""
+
+SCALAR_CONV_BLOCK = 4  # CONV_2D output channels per register block in the scalar layout
+# ... in the DSP layout (unless tvmaot.conv_block is set; patterns.Schedule.regular_conv_block):
+# each widened input word feeds more SMLADs; measured on the M4 (MLPerf Tiny) against 4, 8 and 12;
+# a layer 16 does not divide takes 8 or 4.
+DSP_CONV_BLOCK = 16
