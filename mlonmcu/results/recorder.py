@@ -110,9 +110,11 @@ class Recorder:
         if not line:
             raise self._died()
         answer: dict[str, Any] = json.loads(line)
-        if "error" in answer:
-            kind = getattr(errors, str(answer.get("type")), MlonmcuError)
-            raise (kind if isinstance(kind, type) and issubclass(kind, MlonmcuError) else MlonmcuError)(answer["error"])
+        if "error" in answer:  # raised here as the class it had there (ConfigError: a usage error)
+            kind = getattr(errors, str(answer.get("type")), None)
+            if not (isinstance(kind, type) and issubclass(kind, MlonmcuError)):
+                kind = MlonmcuError
+            raise kind(answer["error"])
         return answer
 
     def _died(self) -> MlonmcuError:

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlonmcu.backends.tvm.integer.blocks import DSP_CONV_BLOCK
 from mlonmcu.backends.tvm.integer.dense import DenseSpec, dense_args, quad_layout, store_outputs
 from mlonmcu.backends.tvm.integer.tir import accumulators, flat_view, prim_func, root_block
 
 DSP_VARIANT = "mlonmcu_dsp_variant"
-CONV_BLOCK = DSP_CONV_BLOCK
 GUARD = "defined(__ARM_FEATURE_DSP)"
 # what the variants call besides ACLE's __smlad (arm_acle.h); a word load at any alignment
 PRELUDE = """#include <arm_acle.h>

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mlonmcu.backends.tvm.integer import conv, dense, dsp, elementwise, mve, pooling, rvv, softmax
-from mlonmcu.backends.tvm.integer.blocks import SCALAR_CONV_BLOCK
+from mlonmcu.backends.tvm.integer.blocks import DSP_CONV_BLOCK, SCALAR_CONV_BLOCK
 from mlonmcu.backends.tvm.integer.fixedpoint import (
     double_multiplier,
     per_channel_multipliers,
@@ -67,7 +67,7 @@ class Schedule:
         where it divides the channels (padded lanes in a wide block cost more than the block
         shares), else the scalar block."""
         if self.simd == "dsp" and not self.conv_block:
-            wide = [b for b in (dsp.CONV_BLOCK, 8) if channels % b == 0]
+            wide = [b for b in (DSP_CONV_BLOCK, 8) if channels % b == 0]
             return wide[0] if wide else SCALAR_CONV_BLOCK
         return self.scalar_conv_block
 
