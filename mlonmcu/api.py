@@ -8,18 +8,16 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import pandas as pd
 
 from mlonmcu.atomic import check_writable, write_text
 from mlonmcu.config import parse_assignments
 from mlonmcu.environment import Environment
 from mlonmcu.errors import ConfigError, Interrupted, MlonmcuError
 from mlonmcu.report import columns as col
-from mlonmcu.report.compare import Comparison, compare, mark_regressions
-from mlonmcu.report.report import FORMATS, export, read, records
+from mlonmcu.report.report import FORMATS, export, read_rows, records, to_frame, truthy
 from mlonmcu.results.identity import IDENTITY, describe, identity
 from mlonmcu.results.recorder import Recorder
 from mlonmcu.session.executor import connect_dask, make_executor, resolve_kind
@@ -30,7 +28,10 @@ from mlonmcu.session.sessions import session_dir
 from mlonmcu.session.spec import RunSpec, Stage
 from mlonmcu.session.sweep import SWEEP_FILE, Sweep, check_size, load_sweep, parse_sweep, plan_sweep
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pandas and the comparison load where a frame is asked for: a session needs neither
+    import pandas as pd
+
+    from mlonmcu.report.compare import Comparison
     from mlonmcu.results.store import ResultsStore
 
 REQUEST_FILE = "request.json"  # what a session needs to be resumed: its request and planned identities
@@ -41,20 +42,20 @@ logger = logging.getLogger("mlonmcu.api")
 class FlowResult:
     session: Session
     specs: list[RunSpec]
-    report: pd.DataFrame
+    rows: list[dict[str, Any]]  # the report's rows, in run order
     comparison: Comparison | None = None  # a sweep's gate (compare: in the sweep file)
     comparison_note: str = ""  # why there is none (e.g. the first night has no baseline)
     store_error: str = ""  # the results store could not take the session (the report is still written)
 
+    @cached_property
+    def report(self) -> pd.DataFrame:
+        """The report as a frame (built when asked for: printing and recording need none)."""
+        return to_frame(self.rows)
+
     @property
     def failed(self) -> bool:
         """Some run could not produce results or its outputs were wrong."""
-        frame = self.report
-        if frame.empty:
-            return False
-        failing = frame[col.FAILING].astype(bool).any()
-        invalid = (frame[col.VALIDATION] == "fail").any() if col.VALIDATION in frame else False
-        return bool(failing or invalid)
+        return any(truthy(r.get(col.FAILING)) or r.get(col.VALIDATION) == "fail" for r in self.rows)
 
 
 class FlowInterrupted(Interrupted):
@@ -168,13 +169,13 @@ class _Launch:
             return make_executor(self.kind, self.parallel, self.scheduler, self.verbosity, client=given)
 
         try:
-            frame = session.execute(specs, factory, on_done, command, kept=kept, **({"sweep": sweep} if sweep else {}))
+            rows = session.execute(specs, factory, on_done, command, kept=kept, **({"sweep": sweep} if sweep else {}))
         finally:
             store_error = self._record(session)
             self.recorder.close()
+        result = FlowResult(session, specs, rows, store_error=store_error)
         if self.out is not None:
-            export(frame, self.out)
-        result = FlowResult(session, specs, frame, store_error=store_error)
+            export(result.report, self.out)
         if session.interrupted_by is not None:
             raise FlowInterrupted(session.interrupted_by, result)
         return result
@@ -299,6 +300,7 @@ def _gate(launch: _Launch, definition: Sweep, result: FlowResult, thresholds: Ma
     rules = definition.compare
     if not rules.against:
         return result
+    from mlonmcu.report.compare import compare
     from mlonmcu.results import sides
 
     try:
@@ -376,7 +378,7 @@ def resume(
                 "model groups or the environment changed); start a new session"
             )
         report = directory / REPORT_FILE
-        rows = records(read(report)) if report.is_file() else []
+        rows = read_rows(report) if report.is_file() else []
         kept = {int(r[col.RUN]): r for r in rows if not unfinished(r)}
     except BaseException:
         session.close()
@@ -406,6 +408,7 @@ def compare_sides(
 ) -> Comparison:
     """`mlonmcu compare BASE NEW`: each side a session id, `latest`, a label, `baseline` or a
     report file. Thresholds: the NEW sweep file's `compare.thresholds`, then `thresholds`."""
+    from mlonmcu.report.compare import compare
     from mlonmcu.results import sides
 
     env = Environment.load(home)
@@ -431,6 +434,9 @@ def report_inputs(
 ) -> dict[str, Any]:
     """What `report html`/`report plot` show: the named sessions' runs, their per-kernel profiles,
     the first compared with the last, and (with `history`) every stored run of the same identities."""
+    import pandas as pd
+
+    from mlonmcu.report.compare import compare, mark_regressions
     from mlonmcu.results import sides
 
     resolved: list[sides.Side] = []

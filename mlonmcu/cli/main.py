@@ -285,7 +285,7 @@ def output_option(func: F) -> F:
 def _report_session(call: Callable[..., Any], output: str | None, quiet: bool = False) -> Any:
     """Run a session with progress, print its table; exit 1 on failed runs, 130/143 when interrupted."""
     from mlonmcu import api
-    from mlonmcu.cli.output import RunProgress, print_frame
+    from mlonmcu.cli.output import RunProgress, print_table
     from mlonmcu.report import columns as col
     from mlonmcu.report.report import summary
     from mlonmcu.session.run import INTERRUPTED
@@ -296,10 +296,10 @@ def _report_session(call: Callable[..., Any], output: str | None, quiet: bool = 
     except api.FlowInterrupted as stop:
         progress.stop()
         partial = stop.result
-        finished = int((partial.report[col.REASON] != INTERRUPTED).sum())
-        print_frame(summary(partial.report), title=f"session {partial.session.id} (interrupted)")
+        finished = sum(1 for r in partial.rows if r.get(col.REASON) != INTERRUPTED)
+        print_table(*summary(partial.rows), title=f"session {partial.session.id} (interrupted)")
         click.echo(
-            f"interrupted by signal {stop.signum}: {finished} of {len(partial.report)} runs finished; "
+            f"interrupted by signal {stop.signum}: {finished} of {len(partial.rows)} runs finished; "
             f"report: {partial.session.report_path}"
             + (f" and {output}" if output else "")
             + f"; finish it with `mlonmcu sweep resume {partial.session.id}`",
@@ -308,7 +308,7 @@ def _report_session(call: Callable[..., Any], output: str | None, quiet: bool = 
         sys.exit(stop.exit_code)
     finally:
         progress.stop()
-    print_frame(summary(result.report), title=f"session {result.session.id}")
+    print_table(*summary(result.rows), title=f"session {result.session.id}")
     if result.session.report_error:
         click.echo(f"error: {result.session.report_error}", err=True)
     if result.store_error:
@@ -470,8 +470,8 @@ def sessions(home: str | None, create: bool, action: str, session_id: str | None
     """List sessions (a killed one shows as 'crashed'), or show one's report: ID or 'latest'."""
     import pandas as pd
 
-    from mlonmcu.cli.output import print_frame
-    from mlonmcu.report.report import read, summary
+    from mlonmcu.cli.output import print_frame, print_table
+    from mlonmcu.report.report import read_rows, summary
     from mlonmcu.session.session import REPORT_FILE
     from mlonmcu.session.sessions import list_sessions, session_dir
 
@@ -490,7 +490,7 @@ def sessions(home: str | None, create: bool, action: str, session_id: str | None
     report = path / REPORT_FILE
     if not report.is_file():
         raise ConfigError(f"session {path.name} has no report yet")
-    print_frame(summary(read(report)), title=f"session {path.name}")
+    print_table(*summary(read_rows(report)), title=f"session {path.name}")
     click.echo(f"report: {report}")
 
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from mlonmcu.report import columns as col
+from mlonmcu.report.report import missing
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Not a terminal (CI logs, pipes): wide enough that report tables are not folded to 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 240)
@@ -19,7 +22,7 @@ err_console = Console(stderr=True)
 
 
 def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+    if missing(value):
         return ""
     if isinstance(value, float):
         return f"{int(value):,}" if value.is_integer() and abs(value) >= 1000 else f"{value:.6g}"
@@ -31,12 +34,16 @@ def _cell(value: Any) -> str:
 
 
 def print_frame(frame: pd.DataFrame, title: str = "") -> None:
-    """A table of the frame; cells and headers are plain text (`Run Time [s]` is not markup)."""
+    print_table([str(c) for c in frame.columns], [row.tolist() for _, row in frame.iterrows()], title)
+
+
+def print_table(columns: list[str], rows: list[list[Any]], title: str = "") -> None:
+    """A table; cells and headers are plain text (`Run Time [s]` is not markup)."""
     table = Table(title=Text(title) if title else None, show_lines=False)
-    for column in frame.columns:
-        table.add_column(Text(str(column)), overflow="fold")
-    for _, row in frame.iterrows():
-        table.add_row(*(Text(_cell(v)) for v in row.tolist()))
+    for column in columns:
+        table.add_column(Text(column), overflow="fold")
+    for values in rows:
+        table.add_row(*(Text(_cell(v)) for v in values))
     console.print(table)
 
 

@@ -7,13 +7,14 @@ those of unprofiled inferences. The per-layer table is written to postprocess/pr
 
 from __future__ import annotations
 
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mlonmcu.contracts import KernelInfo, Measurement, PostprocessInput
 from mlonmcu.features.feature import Feature
 from mlonmcu.report import columns as col
+
+if TYPE_CHECKING:  # loaded with the registry's features by every session; pandas only to profile
+    import pandas as pd
 
 PROFILE_FILE = "profile.csv"
 # the cost of a kernel, in order of preference: what the target measures best
@@ -21,6 +22,8 @@ METRICS = ("Cycles", "Instructions", "Time [s]")
 
 
 def profile_table(kernels: tuple[KernelInfo, ...], measured: tuple[Measurement, ...]) -> pd.DataFrame:
+    import pandas as pd
+
     rows = []
     for entry in measured:
         index = entry.kernel if entry.kernel is not None else -1

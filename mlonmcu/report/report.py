@@ -10,26 +10,38 @@ from __future__ import annotations
 
 import csv
 import math
+import re
+import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, cast
 
 from mlonmcu.atomic import write_text, write_with
 from mlonmcu.errors import ConfigError
 from mlonmcu.report import columns as col
 
+if TYPE_CHECKING:  # a session writes and prints its report without pandas (~0.35 s to load)
+    import pandas as pd
+
 FORMATS = (".csv", ".xlsx", ".md", ".json", ".html")
+# the cells pandas' read_csv takes for missing values (read_rows agrees with read)
+NA_CELLS = frozenset(
+    ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A")
+) | {"NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+INTEGER = re.compile(r"[-+]?[0-9]+")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 ESCAPE = "'"
 
 
 def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    ordered = _sorted(rows)
+    import pandas as pd
+
+    ordered = ordered_rows(rows)
     return pd.DataFrame(ordered).reindex(columns=columns_of(ordered))
 
 
-def _sorted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def ordered_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows in report order: by session, then run."""
     return sorted(rows, key=lambda r: (r.get(col.SESSION, 0), r.get(col.RUN, 0)))
 
 
@@ -43,7 +55,7 @@ def write_csv(rows: list[dict[str, Any]], path: Path) -> Path:
     """The session report as .csv straight from the rows: it is rewritten after every finished
     run, and through pandas that costs ~30 ms a time (most of a cached run). Same cells as
     `export` (read() gives the same frame)."""
-    ordered = _sorted(rows)
+    ordered = ordered_rows(rows)
     names = columns_of(ordered)
 
     def cell(value: Any) -> Any:
@@ -89,9 +101,19 @@ def _write_xlsx(frame: pd.DataFrame, path: Path) -> None:
 
 
 def missing(value: Any) -> bool:
-    """An empty cell: None or NaN (pandas' idea of missing, for any value)."""
+    """An empty cell: None, NaN, NaT or pandas' NA (a value of a pandas type exists only where
+    pandas is loaded: it is not loaded to ask)."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, (str, Mapping, list, tuple, int)):
+        return False
+    pandas = sys.modules.get("pandas")
+    if pandas is None:
+        return False
     try:
-        return bool(pd.isna(value))
+        return bool(pandas.isna(value))
     except (TypeError, ValueError):
         return False
 
@@ -124,7 +146,50 @@ def export(frame: pd.DataFrame, path: Path) -> Path:
 
 
 def read(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.read_csv(path).map(_unescape_text)
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """A report .csv as rows without pandas, typed per column as `read` types it: a column of
+    whole numbers is int, of numbers float, of True/False bool, else text; empty cells are NaN."""
+    with path.open(newline="", encoding="utf-8") as fh:
+        table = list(csv.reader(fh))
+    if not table:
+        raise ValueError("no columns to parse from the file")
+    names, cells = table[0], table[1:]
+    columns = [_typed([row[i] if i < len(row) else "" for row in cells]) for i in range(len(names))]
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)] if cells else []
+
+
+def _typed(cells: list[str]) -> list[Any]:
+    present = {c for c in cells if c not in NA_CELLS}
+    for parse in (_integer, _number, _boolean):
+        try:
+            values = {c: parse(c) for c in present}
+        except ValueError:
+            continue
+        return [values.get(c, math.nan) for c in cells]
+    return [math.nan if c in NA_CELLS else _unescape_text(c) for c in cells]
+
+
+def _integer(cell: str) -> int:
+    if not INTEGER.fullmatch(cell):
+        raise ValueError(cell)
+    return int(cell)
+
+
+def _number(cell: str) -> float:
+    if "_" in cell or cell.strip() != cell:
+        raise ValueError(cell)
+    return float(cell)
+
+
+def _boolean(cell: str) -> bool:
+    if cell not in ("True", "False"):
+        raise ValueError(cell)
+    return cell == "True"
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -132,9 +197,10 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return cast(list[dict[str, Any]], frame.to_dict("records"))
 
 
-def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """The columns worth a terminal: empty ones dropped."""
-    columns = [c for c in col.SUMMARY if c in frame.columns and not frame[c].isna().all()]
-    if col.REASON in columns and not frame[col.FAILING].astype(bool).any():
+def summary(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """The columns worth a terminal (empty ones dropped) and the rows' values in them."""
+    ordered = ordered_rows(rows)
+    columns = [c for c in col.SUMMARY if any(not missing(r.get(c)) for r in ordered)]
+    if col.REASON in columns and not any(truthy(r.get(col.FAILING)) for r in ordered):
         columns.remove(col.REASON)
-    return frame[columns]
+    return columns, [[r.get(c) for c in columns] for r in ordered]

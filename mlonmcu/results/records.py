@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mlonmcu.errors import MlonmcuError
+from mlonmcu.report.report import missing
 
 
 @dataclass(frozen=True)
@@ -51,23 +52,6 @@ class SessionRecord:
                 "finished": datetime.fromisoformat(finished) if finished else None,
             }
         )
-
-
-def missing(value: Any) -> bool:
-    """None, NaN, NaT or pandas' NA: a cell without a value."""
-    if value is None:
-        return True
-    if isinstance(value, float):
-        return math.isnan(value)
-    if isinstance(value, (str, Mapping, list, tuple, int)):
-        return False
-    pandas = sys.modules.get("pandas")
-    if pandas is None:
-        return False
-    try:
-        return bool(pandas.isna(value))
-    except (TypeError, ValueError):
-        return False
 
 
 def plain(value: Any, where: str) -> Any:

@@ -23,9 +23,10 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from mlonmcu.errors import ConfigError, MlonmcuError
 from mlonmcu.report import columns as col
+from mlonmcu.report.report import missing
 from mlonmcu.results import migrations
 from mlonmcu.results.identity import IDENTITY, identity, identity_hash
-from mlonmcu.results.records import SessionRecord, dumps, missing, plain, restore
+from mlonmcu.results.records import SessionRecord, dumps, plain, restore
 from mlonmcu.results.schema import LATEST_TABLES as T
 
 if TYPE_CHECKING:

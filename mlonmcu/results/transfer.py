@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import yaml
 
 from mlonmcu import yamlio
@@ -30,7 +29,9 @@ from mlonmcu.session.session import REPORT_FILE, SESSION_FILE, read_meta
 from mlonmcu.session.sessions import status_of
 from mlonmcu.session.spec import Stage
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a session records itself without pandas (read_session)
+    import pandas as pd
+
     from mlonmcu.results.store import ResultsStore
 
 logger = logging.getLogger("mlonmcu.results")
@@ -84,8 +85,8 @@ def read_session(
     host = host or str(meta.get("host") or socket.gethostname())
     home = home or str(meta.get("home") or directory.resolve().parent.parent)
     report_path = directory / REPORT_FILE
-    rows = _records(report.read(report_path)) if report_path.is_file() else []
-    runs = {int(r[col.RUN]) for r in rows if not pd.isna(r.get(col.RUN))}
+    rows = report.read_rows(report_path) if report_path.is_file() else []
+    runs = {int(r[col.RUN]) for r in rows if not report.missing(r.get(col.RUN))}
     run_mlonmcu, components = _run_versions(directory / RUNS_DIR)
     record = SessionRecord(
         uid=f"{host}:{home}:{session}",
@@ -198,7 +199,7 @@ def _profiles(runs_dir: Path, runs: set[int]) -> Profiles:
         if run not in runs or not path.is_file():
             continue
         try:
-            profiles[run] = _records(pd.read_csv(path))
+            profiles[run] = report.read_rows(path)
         except (OSError, ValueError) as err:
             logger.warning("%s: %s (not imported)", path, err)
     return profiles
@@ -209,6 +210,8 @@ def _profiles(runs_dir: Path, runs: set[int]) -> Profiles:
 
 def _uniform(frame: pd.DataFrame) -> pd.DataFrame:
     """Parquet wants one type per column: a column mixing types (numbers and text) becomes text."""
+    import pandas as pd
+
     frame = frame.copy()
     for name in frame.columns:
         values = frame[name].dropna()

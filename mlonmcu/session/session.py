@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 
 from mlonmcu import yamlio
@@ -34,7 +33,7 @@ from mlonmcu.environment import Environment
 from mlonmcu.errors import ConfigError, Interrupted, MlonmcuError
 from mlonmcu.logs import SESSION_LOG, session_log
 from mlonmcu.report import columns as col
-from mlonmcu.report.report import to_frame, write_csv
+from mlonmcu.report.report import ordered_rows, truthy, write_csv
 from mlonmcu.session import interrupt
 from mlonmcu.session.executor import InlineExecutor
 from mlonmcu.session.remote import submit as submit_run
@@ -153,8 +152,8 @@ class Session:
         command: str = "",
         kept: dict[int, dict[str, Any]] | None = None,
         **meta: Any,
-    ) -> pd.DataFrame:
-        """Run all specs; returns the report. An interrupt sets `interrupted_by` (and the
+    ) -> list[dict[str, Any]]:
+        """Run all specs; returns the report's rows, in run order. An interrupt sets `interrupted_by` (and the
         unfinished runs' rows say `interrupted`) instead of losing what finished.
 
         `kept`: rows of runs that finished earlier (a resumed session) — reported, not rerun.
@@ -206,8 +205,8 @@ class Session:
                         if self.label:
                             rows[spec.run][col.LABEL] = self.label
                 self._write_report(list(rows.values()))
-                frame = to_frame(list(rows.values()))
-                failed = int(frame[col.FAILING].astype(bool).sum()) if rows else 0
+                report = ordered_rows(list(rows.values()))
+                failed = sum(1 for r in report if truthy(r.get(col.FAILING)))
                 self._write_meta(
                     finished=datetime.now(UTC).isoformat(timespec="seconds"),
                     status=status,
@@ -216,7 +215,7 @@ class Session:
                     **({"signal": self.interrupted_by} if self.interrupted_by else {}),
                 )
                 self.close()
-        return frame
+        return report
 
 
 class _Runner:

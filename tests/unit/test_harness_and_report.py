@@ -151,3 +151,30 @@ def test_the_session_csv_writer_reads_back_like_the_pandas_export(tmp_path):
     assert list(a.columns) == list(b.columns) and list(a.columns)[-1] == "X"
     pd.testing.assert_frame_equal(a, b)
     assert list(a[col.MODEL]) == ["kws", "=cmd()", "'quoted"]
+
+
+def test_reading_a_report_without_pandas_types_the_columns_as_pandas_does(tmp_path):
+    from mlonmcu.report import columns as col
+    from mlonmcu.report.report import read_rows, summary, write_csv
+
+    rows = [
+        {col.SESSION: 1, col.RUN: 0, col.MODEL: "=cmd()", col.RUN_CYCLES: 5, col.FAILING: False, "X": 1.5, "Y": "7"},
+        {col.SESSION: 1, col.RUN: 1, col.MODEL: "None", col.RUN_CYCLES: None, col.FAILING: True, "X": 2, "Y": "a"},
+        {col.SESSION: 1, col.RUN: 2, col.MODEL: "'q", col.RUN_CYCLES: 12, col.FAILING: False, "X": None, "Y": "-1_0"},
+    ]
+    path = tmp_path / "report.csv"
+    write_csv(rows, path)
+    plain, frame = read_rows(path), read(path)
+    assert list(plain[0]) == list(frame.columns)
+    for mine, theirs in zip(plain, frame.to_dict("records"), strict=True):
+        for name, value in theirs.items():
+            if pd.isna(value):
+                assert pd.isna(mine[name]), name
+            else:
+                assert mine[name] == value and type(mine[name]) in (type(value), int, float, bool), name
+    assert plain[0][col.MODEL] == "=cmd()" and pd.isna(plain[1][col.MODEL]) and plain[2][col.MODEL] == "'q"
+    assert [r["Y"] for r in plain] == ["7", "a", "-1_0"]  # one text cell makes the column text
+    assert plain[0][col.FAILING] is False and plain[1][col.FAILING] is True
+    columns, values = summary(plain)
+    assert col.REASON not in columns and col.RUN_CYCLES in columns  # empty columns dropped
+    assert values[0][columns.index(col.RUN_CYCLES)] == 5
