@@ -218,6 +218,7 @@ class Measurement:
     cycles: int | None = None
     instructions: int | None = None
     ns: int | None = None
+    estimated_cycles: int | None = None  # QEMU's instructions weighted by the core's timings (targets/timing.py)
 
     def cost(self) -> int | None:
         """Cycles where the target counts them, else instructions."""

@@ -38,6 +38,7 @@ def profile_table(kernels: tuple[KernelInfo, ...], measured: tuple[Measurement, 
                 "MACs": info.macs,
                 "Cycles": entry.cycles,
                 "Instructions": entry.instructions,
+                "Estimated Cycles": entry.estimated_cycles,
                 "Time [s]": entry.ns / 1e9 if entry.ns is not None else None,
                 "Instructions/MAC": round(cost / info.macs, 2) if cost is not None and info.macs else None,
             }

@@ -23,14 +23,16 @@ class ParsedOutput:
     arena_needed: int | None = None  # calibration firmware: the arena the model needs
 
 
-def _measurement(fields: dict[str, str], counts: dict[int, int]) -> Measurement:
+def _measurement(fields: dict[str, str], counts: dict[int, int], estimates: dict[int, int]) -> Measurement:
     """A record's numbers; `marks=before:after` becomes the instructions an external counter
-    (mlonmcu's QEMU plugin) saw between the two marks."""
+    (mlonmcu's QEMU plugin) saw between the two marks, and its estimated cycles if it has them."""
     values = {k: int(v) for k, v in fields.items() if k in _MEASURED}
     if "marks" in fields:
-        before, _, after = fields["marks"].partition(":")
-        if int(before) in counts and int(after) in counts:
-            values["instructions"] = counts[int(after)] - counts[int(before)]
+        before, after = (int(m) for m in fields["marks"].partition(":")[::2])
+        if before in counts and after in counts:
+            values["instructions"] = counts[after] - counts[before]
+        if before in estimates and after in estimates:
+            values["estimated_cycles"] = estimates[after] - estimates[before]
     return Measurement(**values)
 
 
@@ -39,10 +41,13 @@ def parse(text: str) -> ParsedOutput:
     if not any(kind == "BEGIN" for kind, _ in lines):
         raise StageError("the firmware printed nothing mlonmcu understands (no 'MLONMCU BEGIN' line)")
     counts: dict[int, int] = {}
+    estimates: dict[int, int] = {}
     for kind, rest in lines:
-        if kind == "MARK":  # printed by mlonmcu's QEMU plugin: index, instructions before it
-            index, count = rest.split()
+        if kind == "MARK":  # printed by mlonmcu's QEMU plugin: index, instructions (, estimated cycles) before it
+            index, count, *estimate = rest.split()
             counts[int(index)] = int(count)
+            if estimate:
+                estimates[int(index)] = int(estimate[0])
     setup = Measurement()
     runs: list[Measurement] = []
     profile: list[Measurement] = []
@@ -61,11 +66,11 @@ def parse(text: str) -> ParsedOutput:
                 raise StageError(f"truncated output line for sample {sample} output {index}")
             outputs.setdefault(sample, {})[index] = data
         elif kind == "SETUP":
-            setup = _measurement(fields, counts)
+            setup = _measurement(fields, counts, estimates)
         elif kind == "RUN":
-            runs.append(_measurement(fields, counts))
+            runs.append(_measurement(fields, counts, estimates))
         elif kind == "PROFILE":
-            profile.append(_measurement(fields, counts))
+            profile.append(_measurement(fields, counts, estimates))
         elif kind == "ARENA":
             arena = int(fields.get("needed", 0))
         elif kind == "END":
@@ -90,6 +95,7 @@ def _per_kernel(profile: list[Measurement]) -> tuple[Measurement, ...]:
             cycles=_add(seen.cycles, m.cycles),
             instructions=_add(seen.instructions, m.instructions),
             ns=_add(seen.ns, m.ns),
+            estimated_cycles=_add(seen.estimated_cycles, m.estimated_cycles),
         )
     return tuple(merged.values())
 

@@ -24,6 +24,7 @@ WALLCLOCK = {col.RUN_TIME: col.RUN_TIME_MIN}  # metric → the column it is comp
 DEFAULT_THRESHOLDS: dict[str, float] = {
     col.RUN_CYCLES: 0.0,
     col.RUN_INSTRUCTIONS: 0.0,
+    col.ESTIMATED_CYCLES: 0.0,  # deterministic too: the same instructions, weighted
     col.TOTAL_ROM: 0.0,
     col.TOTAL_RAM: 0.0,
     col.RUN_TIME: 0.10,

@@ -6,14 +6,33 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
+from mlonmcu.config import Option
 from mlonmcu.contracts import HarnessRecord, Measurement
 from mlonmcu.errors import StageError
 from mlonmcu.platforms.elf import symbol
 from mlonmcu.process import Completed, run
+from mlonmcu.targets import timing
 from mlonmcu.targets.cortexm import CortexMTarget, MemoryMap, boards, memory_presets, stack_option
 from mlonmcu.targets.target import timeout_option
 
 MARK_SYMBOL = "mlonmcu_mark"
+
+
+def estimate_option(core: str) -> Option:
+    """Estimated cycles, for a core whose reference manual publishes instruction timings."""
+
+    def check(on: bool) -> None:
+        if on:
+            timing.check_core(core)
+
+    return Option(
+        "estimate_cycles",
+        bool,
+        False,
+        "also estimate cycles: executed instructions weighted by the core's published timings "
+        f"(Estimated Cycles; {', '.join(timing.TIMINGS)} only; docs/arm-simd.md)",
+        check=check,
+    )
 
 
 class QemuArmTarget(CortexMTarget):
@@ -42,7 +61,9 @@ class QemuArmTarget(CortexMTarget):
         return {"cycles": False, "marks": self.plugin, "systick": not self.plugin}
 
     def counter_name(self) -> str:
-        return "qemu-plugin" if self.plugin else "systick"
+        if not self.plugin:
+            return "systick"
+        return "qemu-plugin+timing" if self.opt("estimate_cycles") else "qemu-plugin"
 
     def adjust(self, record: HarnessRecord) -> HarnessRecord:
         """SysTick fallback: with -icount shift=0 an instruction takes 1 ns of virtual time, so
@@ -69,11 +90,16 @@ class QemuArmTarget(CortexMTarget):
         plugin_log.unlink(missing_ok=True)
         args: list[str | Path] = [qemu, "-machine", self.machine, "-nographic", "-monitor", "none"]
         args += ["-serial", "none", "-semihosting-config", "enable=on,target=native", "-kernel", elf]
+        if self.opt("estimate_cycles") and not self.plugin:
+            raise StageError(f"{self.name}.estimate_cycles needs the QEMU plugin: run `mlonmcu setup qemu_plugin`")
         if self.plugin:
             mark = symbol(elf, MARK_SYMBOL)
             if mark is None:
                 raise StageError(f"{elf.name} has no symbol {MARK_SYMBOL}: not built for an mlonmcu Cortex-M target")
-            args += ["-plugin", f"{self.tool('qemu_plugin')},mark={mark[0]:#x}", "-d", "plugin", "-D", plugin_log]
+            plugin = f"{self.tool('qemu_plugin')},mark={mark[0]:#x}"
+            if self.opt("estimate_cycles"):
+                plugin += f",timing={timing.write_table(self.cpu, log.with_name(f'{log.stem}.timing.txt'))}"
+            args += ["-plugin", plugin, "-d", "plugin", "-D", plugin_log]
         else:
             args += ["-icount", "shift=0"]
         completed = run(args, log=log, timeout=self.opt("timeout"), check=False, what=qemu.name)
@@ -93,6 +119,7 @@ def board_targets() -> list[type[QemuArmTarget]]:
             "cpu": board["core"],
             "memory": presets[board["memory"]],
             "clock_hz": int(board["clock_hz"]),
+            "options": (*QemuArmTarget.options, estimate_option(board["core"])),
         }
         targets.append(type(f"QemuArmTarget_{name}", (QemuArmTarget,), attrs))
     return targets

@@ -41,6 +41,33 @@ class Loop3000Backend(LoopBackend):
     iterations = 3000
 
 
+class MixBackend(FakeFirmwareBackend):
+    """A counted loop of two loads, a multiply-accumulate, a subtract and a taken branch."""
+
+    iterations = 0
+
+    def run_body(self) -> str:
+        return (
+            f"unsigned int n = {self.iterations}, a, b, acc = 0;\n"
+            '__asm__ volatile("1: ldr %1, [%4]\\n ldr %2, [%4, #4]\\n mla %3, %1, %2, %3\\n'
+            ' subs %0, %0, #1\\n bne 1b"\n'
+            '                 : "+r"(n), "=&r"(a), "=&r"(b), "+r"(acc) : "r"(input) : "cc", "memory");\n'
+            "return 0;"
+        )
+
+
+@BACKENDS.register
+class Mix1000Backend(MixBackend):
+    name = "mix1000"
+    iterations = 1000
+
+
+@BACKENDS.register
+class Mix3000Backend(MixBackend):
+    name = "mix3000"
+    iterations = 3000
+
+
 def latest(home: Path) -> pd.DataFrame:
     return pd.read_csv(home / "sessions" / "latest" / "report.csv")
 
@@ -86,6 +113,37 @@ def test_instruction_counts_are_exact(integration_home, mlonmcu, tmp_path):
     for target in ("mps2_an385", "mps3_an547"):
         # the loop is `subs; bne` per iteration: 2000 more iterations are exactly 4000 more instructions
         assert first[("loop3000", target)] - first[("loop1000", target)] == 4000
+
+
+def test_estimated_cycles_weigh_each_instruction_with_the_cores_timings(integration_home, mlonmcu, tmp_path):
+    """2000 more iterations of `ldr; ldr; mla; subs; bne` (targets/timing.py): on the M4
+    2 + 1 (pipelined) + 1 + 1 + 1+2 (taken) = 8 cycles each, on the M3 9 (its MLA takes 2)."""
+    home = home_with(integration_home, tmp_path, backends=["mix1000", "mix3000"])
+    args = ("flow", "run", "kws_dscnn", "-b", "mix1000", "-b", "mix3000", "-t", "mps2_an385", "-t", "mps2_an386")
+    code, output = mlonmcu(
+        *args, "-c", "mps2_an385.estimate_cycles=1", "-c", "mps2_an386.estimate_cycles=1", "-H", home
+    )
+    assert code == 0, output
+    frame = latest(home).set_index(["Backend", "Target"])
+    assert set(frame["Counter"]) == {"qemu-plugin+timing"}
+    assert "Estimated Cycles" in output  # in the terminal table
+    for target, per_iteration in (("mps2_an385", 9), ("mps2_an386", 8)):
+        more = frame["Estimated Cycles"][("mix3000", target)] - frame["Estimated Cycles"][("mix1000", target)]
+        assert more == 2000 * per_iteration, target
+        assert frame["Run Instructions"][("mix3000", target)] - frame["Run Instructions"][("mix1000", target)] == 10_000
+    code, output = mlonmcu(*args[:5], "-t", "mps2_an386", "-H", home)  # off by default: counts unchanged
+    plain = latest(home).set_index(["Backend", "Target"])
+    assert code == 0 and plain["Counter"].iloc[0] == "qemu-plugin" and plain["Estimated Cycles"].isna().all()
+    assert plain["Run Instructions"].iloc[0] == frame["Run Instructions"][("mix1000", "mps2_an386")]
+
+
+def test_estimated_cycles_only_where_the_core_publishes_timings(integration_home, mlonmcu):
+    code, output = mlonmcu(
+        "flow", "run", "kws_dscnn", "-b", "tvmaot", "-t", "mps3_an547", "-c", "mps3_an547.estimate_cycles=1",
+        "-H", integration_home,
+    )  # fmt: skip
+    assert code == 2, output
+    assert "cortex-m55 has no published per-instruction cycle table" in output and "cortex-m4" in output
 
 
 def test_firmware_too_large_fails_at_compile_with_sizes(integration_home, mlonmcu):

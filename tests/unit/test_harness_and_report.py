@@ -178,3 +178,37 @@ def test_reading_a_report_without_pandas_types_the_columns_as_pandas_does(tmp_pa
     columns, values = summary(plain)
     assert col.REASON not in columns and col.RUN_CYCLES in columns  # empty columns dropped
     assert values[0][columns.index(col.RUN_CYCLES)] == 5
+
+
+def test_plugin_marks_with_estimated_cycles():
+    lines = [
+        "MLONMCU BEGIN",
+        *(f"MLONMCU MARK {i} {n} {c}" for i, (n, c) in enumerate(((10, 15), (20, 31), (100, 160), (130, 200)))),
+        "MLONMCU SETUP status=0 marks=0:1",
+        "MLONMCU RUN sample=0 iteration=0 status=0 marks=2:3",
+        "MLONMCU PROFILE kernel=0 calls=1 marks=2:3",
+        "MLONMCU END status=0",
+    ]
+    record = parse("\n".join(lines)).record
+    assert (record.setup.instructions, record.setup.estimated_cycles) == (10, 16)
+    assert (record.runs[0].instructions, record.runs[0].estimated_cycles) == (30, 40)
+    assert record.profile[0].estimated_cycles == 40
+    two = parse("MLONMCU BEGIN\nMLONMCU MARK 0 5\nMLONMCU MARK 1 9\nMLONMCU SETUP status=0 marks=0:1\n").record
+    assert two.setup.instructions == 4 and two.setup.estimated_cycles is None
+
+
+def test_every_instruction_class_of_the_plugin_has_cycles_on_every_timed_core():
+    import re
+
+    from mlonmcu.data import templates_dir
+    from mlonmcu.targets.timing import TIMINGS, check_core
+
+    source = (templates_dir() / "qemu_plugin" / "mlonmcu_insn.c").read_text()
+    names = re.search(r"class_names\[K_COUNT\] = \{(.*?)\};", source, re.S)
+    assert names is not None
+    classes = re.findall(r'"(\w+)"', names.group(1))
+    assert len(classes) > 20
+    for core, table in TIMINGS.items():
+        assert list(table) == classes, core  # the plugin refuses a file that misses one
+    with pytest.raises(ValueError, match="cortex-m55 has no published"):
+        check_core("cortex-m55")
