@@ -26,8 +26,28 @@ if TYPE_CHECKING:  # a session writes and prints its report without pandas (~0.3
 FORMATS = (".csv", ".xlsx", ".md", ".json", ".html")
 # the cells pandas' read_csv takes for missing values (read_rows agrees with read)
 NA_CELLS = frozenset(
-    ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A")
-) | {"NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+    [
+        "",
+        "#N/A",
+        "#N/A N/A",
+        "#NA",
+        "-1.#IND",
+        "-1.#QNAN",
+        "-NaN",
+        "-nan",
+        "1.#IND",
+        "1.#QNAN",
+        "<NA>",
+        "N/A",
+        "NA",
+        "NULL",
+        "NaN",
+        "None",
+        "n/a",
+        "nan",
+        "null",
+    ]
+)
 INTEGER = re.compile(r"[-+]?[0-9]+")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 ESCAPE = "'"

@@ -29,16 +29,15 @@ class LoopBackend(FakeFirmwareBackend):
         )
 
 
-@BACKENDS.register
-class Loop1000Backend(LoopBackend):
-    name = "loop1000"
-    iterations = 1000
+def register_counted(base: type, prefix: str) -> None:
+    """Backends `<prefix>1000` and `<prefix>3000`: the loop of `base` run that many times."""
+    for iterations in (1000, 3000):
+        BACKENDS.register(
+            type(f"{base.__name__}{iterations}", (base,), {"name": f"{prefix}{iterations}", "iterations": iterations})
+        )
 
 
-@BACKENDS.register
-class Loop3000Backend(LoopBackend):
-    name = "loop3000"
-    iterations = 3000
+register_counted(LoopBackend, "loop")
 
 
 class MixBackend(FakeFirmwareBackend):
@@ -56,16 +55,7 @@ class MixBackend(FakeFirmwareBackend):
         )
 
 
-@BACKENDS.register
-class Mix1000Backend(MixBackend):
-    name = "mix1000"
-    iterations = 1000
-
-
-@BACKENDS.register
-class Mix3000Backend(MixBackend):
-    name = "mix3000"
-    iterations = 3000
+register_counted(MixBackend, "mix")
 
 
 def latest(home: Path) -> pd.DataFrame:
