@@ -13,12 +13,17 @@ import pytest
 from mlonmcu.backends.tvm.codegen import lower_kernels
 from mlonmcu.backends.tvm.integer import conv, dense
 from mlonmcu.backends.tvm.integer.fixedpoint import (
+    FAST_ROUNDING_SHIFTS,
+    common_shift,
     double_multiplier,
+    fast_rounding,
     per_channel_multipliers,
     quantize_multiplier,
     reference_requantize,
     requant_table,
     requantize,
+    round_double_product,
+    round_double_product_fast,
 )
 from mlonmcu.backends.tvm.integer.tir import prim_func, root_block
 
@@ -65,6 +70,70 @@ def test_requantize_matches_the_literal_tflite_formula(tmp_path):
     )
     expected = reference_requantize(acc, pairs[channel, 0], pairs[channel, 1]) + 5
     assert np.array_equal(out, expected.astype(np.int32))
+
+
+def c_round_of_double_product(acc: np.ndarray, effs: np.ndarray) -> np.ndarray:
+    """C's round(double(acc) · eff): IEEE double multiply, then half away from zero."""
+    product = acc.astype(np.float64) * effs
+    return np.trunc(product) + np.where(np.abs(product - np.trunc(product)) >= 0.5, np.sign(product), 0)
+
+
+def near_ties(rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(acc, eff) whose double product lies at or within a few ulps of k + 1/2: the values where
+    the fast rounding must hand over to the emulation. Only effs in its shift range are kept."""
+    low, high = FAST_ROUNDING_SHIFTS
+    acc = (rng.integers(1, 2**31, count) * rng.choice([-1, 1], count)).astype(np.int64)
+    acc[:4] = [-(2**31), 2**31 - 1, 3, -5]
+    scale = np.exp2(-rng.uniform(low - 52, high - 52, count))
+    k = np.floor(np.abs(acc) * scale)
+    eff = (k + 0.5) / np.abs(acc)
+    for step in rng.integers(-3, 4, count), rng.integers(-1, 2, count):  # a nudge of up to 4 ulps
+        eff = np.where(step != 0, np.nextafter(eff, np.where(step > 0, np.inf, 0.0)), eff)
+    shifts = np.array([double_multiplier(float(e))[2] for e in eff])
+    keep = (shifts >= low) & (shifts <= high)
+    return acc[keep].astype(np.int32), eff[keep]
+
+
+def test_fast_double_rounding_equals_the_double_product_also_near_ties(tmp_path):
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    rng = np.random.default_rng(11)
+    count = 4000
+    tie_acc, tie_eff = near_ties(rng, count)
+    low, high = FAST_ROUNDING_SHIFTS
+    plain_eff = np.exp2(-rng.uniform(low - 51.99, high - 52, count))
+    plain_acc = rng.integers(-(2**31), 2**31, count).astype(np.int32)
+    acc = np.concatenate([tie_acc, plain_acc])
+    effs = np.concatenate([tie_eff, plain_eff])
+    count = acc.size
+    table = np.array([double_multiplier(float(e)) for e in effs], np.int32)
+    assert fast_rounding(table), "the test effs must lie in the fast path's shift range"
+    shifts, counts = np.unique(table[:, 2], return_counts=True)
+    constant = int(shifts[np.argmax(counts)])  # the cases with the most frequent shift, also as a constant
+    same = table[:, 2] == constant
+    variants = {
+        "full": (round_double_product, None),
+        "fast": (round_double_product_fast, None),
+        "fast-constant": (round_double_product_fast, constant),
+    }
+    outputs = {}
+    for name, (rounding, shift) in variants.items():
+        with IRBuilder() as ib, prim_func(name.replace("-", "_"), ["TEST"], 0):
+            a = T.arg("a", T.Buffer((count,), "int32"))
+            t = T.arg("t", T.Buffer((count, 3), "int32"))
+            o = T.arg("o", T.Buffer((count,), "int32"))
+            with root_block(), T.serial(0, count) as i:
+                T.buffer_store(o, rounding(a[i], t[i, 0], t[i, 1], t[i, 2] if shift is None else shift), [i])
+        outputs[name] = np.zeros(count, np.int32)
+        build(ib.get(), name.replace("-", "_"), tmp_path)(pointer(acc), pointer(table), pointer(outputs[name]))
+    expected = c_round_of_double_product(acc, effs)
+    assert np.array_equal(outputs["full"], expected)
+    assert np.array_equal(outputs["fast"], expected)
+    assert np.array_equal(outputs["fast-constant"][same], expected[same])
+    assert np.count_nonzero(same[: tie_acc.size]) > 50
+    fraction = np.abs(acc.astype(np.float64) * effs) % 1.0
+    assert np.count_nonzero(fraction[: tie_acc.size] == 0.5) > 100, "exact ties must be among the cases"
 
 
 def reference_conv(x, weights, bias, pairs, spec: conv.ConvSpec) -> np.ndarray:
@@ -149,17 +218,29 @@ def test_conv_kernels_are_exact(tmp_path, depthwise, case, block, pixels):
     assert np.array_equal(y, reference_conv(x, weights, bias, pairs, spec))
 
 
-def test_dense_litert_requantization_is_round_of_a_double_product(tmp_path):
+@pytest.mark.parametrize("rounding", ["emulation", "fast", "fast-common-shift"])
+def test_dense_litert_requantization_is_round_of_a_double_product(tmp_path, rounding):
     rng = np.random.default_rng(3)
     inputs, outputs, block = 40, 12, 8
+    effs = rng.uniform(2**-8, 2**-7, outputs) if rounding == "fast-common-shift" else rng.uniform(1e-4, 0.05, outputs)
+    table = np.array([double_multiplier(float(e)) for e in effs], np.int32)
+    assert (common_shift(table) is not None) == (rounding == "fast-common-shift")
     spec = dense.DenseSpec(
-        "fc", (2, inputs), (2, outputs), input_offset=3, output_offset=-7, act_min=-128, act_max=127, block=block
+        "fc",
+        (2, inputs),
+        (2, outputs),
+        input_offset=3,
+        output_offset=-7,
+        act_min=-128,
+        act_max=127,
+        block=block,
+        fast_rounding=rounding != "emulation" and fast_rounding(table),
+        shift=common_shift(table),
     )
+    assert spec.fast_rounding == (rounding != "emulation")
     x = rng.integers(-128, 128, (2, inputs)).astype(np.int8)
     weights = rng.integers(-127, 128, (outputs, inputs)).astype(np.int8)
     bias = rng.integers(-20000, 20000, outputs).astype(np.int32)
-    effs = rng.uniform(1e-4, 0.05, outputs)
-    table = np.array([double_multiplier(float(e)) for e in effs], np.int32)
     args = [
         x,
         dense.pack_weights(spec, weights),
@@ -169,6 +250,5 @@ def test_dense_litert_requantization_is_round_of_a_double_product(tmp_path):
     y = np.zeros((2, outputs), np.int8)
     build(dense.dense_kernel(spec), "fc", tmp_path)(*(pointer(np.ascontiguousarray(a)) for a in args), pointer(y))
     acc = (x.astype(np.int64) + 3) @ weights.T.astype(np.int64) + bias
-    product = acc.astype(np.float64) * effs  # IEEE double, as LiteRT's reference kernel
-    rounded = np.trunc(product) + np.where(np.abs(product - np.trunc(product)) >= 0.5, np.sign(product), 0)
+    rounded = c_round_of_double_product(acc, effs)  # IEEE double, as LiteRT's reference kernel
     assert np.array_equal(y, np.clip(rounded - 7, -128, 127).astype(np.int8))

@@ -12,10 +12,11 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from mlonmcu.backends.tvm.integer import dsp, mve, rvv
-from mlonmcu.backends.tvm.kernel_info import ATTR_OPS
+from mlonmcu.backends.tvm.integer import dsp, fixedpoint, mve, rvv
+from mlonmcu.backends.tvm.kernel_info import ATTR_OPS, KERNEL_PREFIX
 
-KERNEL_PREFIX = "tvmgen_"
+# functions kernels call (call_extern of KERNEL_PREFIX + name): lowered once per firmware when called
+HELPERS: dict[str, Callable[[], Any]] = {fixedpoint.ROUNDING_HELPER: fixedpoint.rounding_helper}
 
 
 def _tir_passes() -> list[Any]:
@@ -139,14 +140,35 @@ def split_variants(prims: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dic
 
 def lower_kernels(prims: dict[str, Any], target: Any, variants: dict[str, dict[str, Any]] | None = None) -> str:
     """C source of all kernels, named KERNEL_PREFIX + name. A kernel with SIMD variants is emitted
-    once per variant and once plain under one name, the compiler's target features choosing."""
-    source = _lower(prims, target)
+    once per variant and once plain under one name, the compiler's target features choosing; the
+    HELPERS they call are added."""
+    source = _lower({**prims, **_helpers_called([*prims.values(), *_all(variants)])}, target)
     if not variants:
         return source
     lowered = {
         attr: (_lower(funcs, target), {KERNEL_PREFIX + name for name in funcs}) for attr, funcs in variants.items()
     }
     return _with_variants(source, lowered)
+
+
+def _all(variants: dict[str, dict[str, Any]] | None) -> list[Any]:
+    return [func for funcs in (variants or {}).values() for func in funcs.values()]
+
+
+def _helpers_called(funcs: list[Any]) -> dict[str, Any]:
+    import tvm_ffi
+    from tvm import ir
+
+    called: set[str] = set()
+
+    def visit(call: Any) -> Any:
+        if getattr(call.op, "name", None) == "tirx.call_extern" and isinstance(call.args[0], ir.expr.StringImm):
+            called.add(str(call.args[0].value))
+        return call
+
+    for func in funcs:
+        tvm_ffi.structural_map(func, (ir.expr.Call, visit))
+    return {name: build() for name, build in HELPERS.items() if KERNEL_PREFIX + name in called}
 
 
 _DEFINITION = re.compile(r"^(?:void|int32_t) (tvmgen_\w+)\(.*\{$")

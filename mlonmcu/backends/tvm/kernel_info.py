@@ -32,6 +32,7 @@ _NAME_OPS = (
     ("quantize", "QUANTIZE"),
     ("dequantize", "DEQUANTIZE"),
 )
+KERNEL_PREFIX = "tvmgen_"  # of every generated C function
 ATTR_OPS = "mlonmcu.tflite_ops"
 ATTR_MACS = "mlonmcu.macs"
 

@@ -358,7 +358,8 @@ class _ConvBuilder:
         from tvm.script.ir_builder import tirx as T
 
         spec = self.spec
-        clamped = clamp_int8(requantize(acc, self.quant, channel, spec.table), spec.act_min, spec.act_max)
+        requantized = requantize(acc, self.quant, channel, spec.table)
+        clamped = clamp_int8(requantized, spec.act_min, spec.act_max, ssat=self.dsp_step is not None)
         if spec.output_shape[3] % spec.block:
             with T.If(channel < spec.output_shape[3]), T.Then():
                 store_int8(self.y, clamped, [n, oh, ow, channel])

@@ -7,8 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_quantized_multiplier, round_double_product
-from mlonmcu.backends.tvm.integer.tir import accumulators, clamp, flat_view, i32, prim_func, root_block, store_int8
+from mlonmcu.backends.tvm.integer.fixedpoint import (
+    clamp_int8,
+    multiply_by_quantized_multiplier,
+    round_double_product,
+    round_double_product_fast,
+)
+from mlonmcu.backends.tvm.integer.tir import accumulators, flat_view, i32, prim_func, root_block, store_int8
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,8 @@ class DenseSpec:
     uniform_quant: bool = False  # one requantization row for all outputs (per-tensor weights)
     fours: bool = True  # weights in fours of inputs where the inputs allow (quad_layout)
     rows: bool = False  # weights [O/B][B][I] and the input offset folded into the bias (integer/mve.py)
+    fast_rounding: bool = False  # litert: every row's shift suits round_double_product_fast
+    shift: int | None = None  # litert: the shift of every row, if they share it (a constant then)
 
     @property
     def inputs(self) -> int:
@@ -86,31 +93,39 @@ def quad_layout(spec: DenseSpec) -> bool:
     return spec.fours and not spec.rows and spec.inputs % 4 == 0
 
 
-def store_outputs(spec: DenseSpec, acc: Any, quant: Any, y: Any, b: Any, ob: Any, unrolled: bool = True) -> None:
+def store_outputs(
+    spec: DenseSpec, acc: Any, quant: Any, y: Any, b: Any, ob: Any, unrolled: bool = True, ssat: bool = False
+) -> None:
     """Requantize one register block of accumulators and store it (the tail block guarded);
-    `unrolled=False`: a loop over the block, for accumulators in memory (wide vector blocks)."""
+    `unrolled=False`: a loop over the block, for accumulators in memory (wide vector blocks), with
+    the full LiteRT rounding (clang vectorizes that loop; the fast path's call would stop it);
+    `ssat`: clamp with Arm's SSAT (clamp_int8)."""
     from tvm.script.ir_builder import tirx as T
 
     block = spec.block
     if not unrolled:
         with T.serial(0, block) as j:
-            _store_output(spec, acc, quant, y, b, ob, j)
+            _store_output(spec, acc, quant, y, b, ob, j, ssat, fast=False)
         return
     for j in range(block):
-        _store_output(spec, acc, quant, y, b, ob, j)
+        _store_output(spec, acc, quant, y, b, ob, j, ssat, fast=spec.fast_rounding)
 
 
-def _store_output(spec: DenseSpec, acc: Any, quant: Any, y: Any, b: Any, ob: Any, j: Any) -> None:
+def _store_output(
+    spec: DenseSpec, acc: Any, quant: Any, y: Any, b: Any, ob: Any, j: Any, ssat: bool, fast: bool
+) -> None:
     from tvm.script.ir_builder import tirx as T
 
     block = spec.block
     o = ob * block + j
     row = 0 if spec.uniform_quant else o
     if spec.requant == "litert":
-        scaled = round_double_product(acc[j], quant[row, 0], quant[row, 1], quant[row, 2])
+        shift = quant[row, 2] if spec.shift is None else spec.shift
+        rounding = round_double_product_fast if fast else round_double_product
+        scaled = rounding(acc[j], quant[row, 0], quant[row, 1], shift)
     else:
         scaled = multiply_by_quantized_multiplier(acc[j], quant[row, 0], quant[row, 1])
-    value = clamp(scaled + spec.output_offset, spec.act_min, spec.act_max)
+    value = clamp_int8(scaled + spec.output_offset, spec.act_min, spec.act_max, ssat)
     if spec.outputs % block:
         with T.If(o < spec.outputs), T.Then():
             store_int8(y, value, [b * spec.outputs + o])

@@ -125,5 +125,5 @@ def dense_dsp_kernel(spec: DenseSpec) -> Any:
                         weights = T.bind(w4[(ob * chunks + k) * block + j])
                         first = _call("__smlad", even, _call("mlonmcu_sxtb16", weights), acc[j])
                         T.buffer_store(acc, _call("__smlad", odd, _call("mlonmcu_sxtb16_ror8", weights), first), [j])
-                store_outputs(spec, acc, quant, y, b, ob)
+                store_outputs(spec, acc, quant, y, b, ob, ssat=True)
     return ib.get()

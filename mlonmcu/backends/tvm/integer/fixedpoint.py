@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer.tir import local
+from mlonmcu.backends.tvm.integer.tir import local, prim_func, root_block
+from mlonmcu.backends.tvm.kernel_info import KERNEL_PREFIX
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
@@ -168,12 +169,16 @@ def requantize(acc: Any, table: Any, channel: Any, spec: RequantTable) -> Any:
     return tirx.Select(right > tirx.const(0, "int32"), rounded, high + zero_point)
 
 
-def clamp_int8(value: Any, low: int, high: int) -> Any:
-    """Clamp to [low, high]; for the full int8 range with one unsigned compare on the common path."""
+def clamp_int8(value: Any, low: int, high: int, ssat: bool = False) -> Any:
+    """Clamp to [low, high]; for the full int8 range with one unsigned compare on the common path.
+    `ssat`: with Arm's SSAT (ACLE __ssat, one instruction) for the top, in the DSP variants."""
     from tvm import tirx
 
     from mlonmcu.backends.tvm.integer.tir import clamp
 
+    if ssat and high == 127:
+        raised = value if low == -128 else tirx.Max(value, tirx.const(low, "int32"))
+        return tirx.call_pure_extern("int32", "__ssat", raised, tirx.const(8, "int32"))
     if (low, high) != (-128, 127):
         return clamp(value, low, high)
     value = local(value, "int32")
@@ -277,6 +282,78 @@ def round_double_product(acc: Any, hi: Any, lo: Any, shift: Any) -> Any:
     signed = tirx.Select(negative, -magnitude, magnitude)
     in_range = tirx.And(signed >= c64(INT32_MIN), signed <= c64(INT32_MAX))
     return local(tirx.Select(in_range, tirx.Cast("int32", signed), tirx.const(INT32_MIN, "int32")), "int32")
+
+
+FAST_ROUNDING_SHIFTS = (54, 88)  # where round_double_product_fast applies (module docstring of it)
+
+
+def fast_rounding(table: np.ndarray) -> bool:
+    """Whether every row [hi, lo, shift] of a double_multiplier table suits the fast path."""
+    shifts = np.asarray(table)[:, 2]
+    low, high = FAST_ROUNDING_SHIFTS
+    return bool(np.all((shifts >= low) & (shifts <= high)))
+
+
+def common_shift(table: np.ndarray) -> int | None:
+    """The shift of every row of a double_multiplier table, if they share one."""
+    shifts = np.unique(np.asarray(table)[:, 2])
+    return int(shifts[0]) if shifts.size == 1 else None
+
+
+def round_double_product_fast(acc: Any, hi: Any, lo: Any, shift: Any) -> Any:
+    """round_double_product in a fraction of the instructions, for 54 ≤ shift ≤ 88 (an int when
+    every row has the same shift).
+
+    The double multiply moves the exact product P = |acc|·mantissa (< 2^84) by at most half an
+    ulp of 53 bits, 2^30. So wherever P + 2^(shift−1) lies at least 2^31 away from a multiple of
+    2^shift, round(double) equals the exact rounding floor((P + 2^(shift−1)) / 2^shift), which
+    needs only P's bits above 2^26: two 32×32→64 multiplies and a shift. Near a tie (a fraction
+    2^(32−shift) of the values) the full emulation runs. shift ≥ 54 keeps the result
+    below 2^30, so the INT32_MIN overflow case of the emulation cannot occur on this path.
+    """
+    from tvm import tirx
+    from tvm.script.ir_builder import tirx as T
+
+    def u64(value: Any) -> Any:
+        return tirx.Cast("uint64", tirx.Cast("uint32", value))
+
+    one = tirx.const(1, "uint64")
+    sign = local(tirx.shift_right(acc, tirx.const(31, "int32")), "int32")  # 0 or −1: |x| = (x ^ sign) − sign
+    magnitude = tirx.bitwise_xor(tirx.Cast("uint32", acc), tirx.Cast("uint32", sign)) - tirx.Cast("uint32", sign)
+    a = local(tirx.Cast("uint64", magnitude), "uint64")
+    if isinstance(shift, int):  # the same in every row: the 64-bit shifts below become constant
+        k = tirx.const(shift - MANTISSA_SPLIT, "uint64")
+    else:
+        k = local(tirx.Cast("uint64", shift - MANTISSA_SPLIT), "uint64")
+    high = a * u64(hi) + tirx.shift_right(a * u64(lo), tirx.const(MANTISSA_SPLIT, "uint64"))  # P >> 26
+    margin = tirx.const(32, "uint64")  # in units of 2^26: 2^31 of P
+    total = local(high + tirx.shift_left(one, k - one) + margin, "uint64")
+    rounded = local(tirx.Cast("int32", tirx.shift_right(total, k)), "int32")
+    slot = T.alloc_buffer((1,), "int32")
+    T.buffer_store(slot, tirx.bitwise_xor(rounded, sign) - sign, [0])
+    near_tie = tirx.bitwise_and(total, tirx.shift_left(one, k) - one) < margin + margin
+    with T.If(near_tie), T.Then():
+        out = T.alloc_buffer((1,), "int32")  # its own: a result whose address is taken stays in memory
+        T.evaluate(T.call_extern("int32", KERNEL_PREFIX + ROUNDING_HELPER, acc, hi, lo, shift, T.address_of(out[0])))
+        T.buffer_store(slot, out[0], [0])
+    return slot[0]
+
+
+ROUNDING_HELPER = "mlonmcu_round_double_product"
+
+
+def rounding_helper() -> Any:
+    """round_double_product as a function of its own (codegen.HELPERS): the near-tie path of
+    round_double_product_fast is taken too rarely to be worth its code in every output."""
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    with IRBuilder() as ib, prim_func(ROUNDING_HELPER, ["FULLY_CONNECTED"], 0):
+        acc, hi, lo, shift = (T.arg(name, T.int32()) for name in ("acc", "hi", "lo", "shift"))
+        out = T.arg("out", T.Buffer((1,), "int32"))
+        with root_block():
+            T.buffer_store(out, round_double_product(acc, hi, lo, shift), [0])
+    return ib.get()
 
 
 def count_leading_zeros(value: Any) -> Any:

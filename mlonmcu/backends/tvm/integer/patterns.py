@@ -16,7 +16,9 @@ import numpy as np
 from mlonmcu.backends.tvm.integer import conv, dense, dsp, elementwise, mve, pooling, rvv, softmax
 from mlonmcu.backends.tvm.integer.blocks import DSP_CONV_BLOCK, SCALAR_CONV_BLOCK
 from mlonmcu.backends.tvm.integer.fixedpoint import (
+    common_shift,
     double_multiplier,
+    fast_rounding,
     per_channel_multipliers,
     quantize_multiplier,
     requant_table,
@@ -238,6 +240,8 @@ def dense_lowering(
         block=min(outputs, DENSE_BLOCKS[schedule.simd]) if schedule.simd in DENSE_BLOCKS else schedule.dense_block,
         requant=schedule.fc_requant,
         uniform_quant=uniform,
+        fast_rounding=schedule.fc_requant == "litert" and fast_rounding(quant),
+        shift=common_shift(quant) if schedule.fc_requant == "litert" else None,
         fours=schedule.simd != "rvv",  # the vector lanes are outputs: [O/B][I][B]
         rows=schedule.simd == "mve",
     )
