@@ -62,8 +62,10 @@ def test_rvv_kernels_are_bit_exact_at_every_vlen(kernel_reports, arch, vlen):
     assert len(report) == 2 * len(CASES)
     counts = exact_counts(report)
     faster = counts["auto"] < counts["off"]  # the vector kernels ran, not the scalar ones
-    if vlen < 128:  # four int32 lanes: the vector dense loses to the register-blocked scalar one
-        faster = faster[~faster.index.str.startswith("dense")]
+    # not the dense cases: their vector store loop keeps LiteRT's full rounding emulation (clang
+    # vectorizes it), the scalar kernel takes the fast path, and on these small layers the scalar
+    # kernel can win (below VLEN 128 it always does: four int32 lanes)
+    faster = faster[~faster.index.str.startswith("dense")]
     assert faster.all(), counts
 
 
