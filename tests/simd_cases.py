@@ -39,8 +39,10 @@ def conv_case(
     return build(tensors, [Op("CONV_2D", [0, 1, 2], [3], opts, "Conv2DOptions")], [0], [3])
 
 
-def depthwise_case(rng: np.random.Generator, channels: int, stride: int, padding: int, size: int = 6) -> bytes:
-    """DEPTHWISE_CONV_2D 3x3 (multiplier 1, RELU6) on (1, size, size, channels)."""
+def depthwise_case(
+    rng: np.random.Generator, channels: int, stride: int, padding: int, size: int = 6, act: int = 3
+) -> bytes:
+    """DEPTHWISE_CONV_2D 3x3 (multiplier 1, fused activation `act`: RELU6) on (1, size, size, channels)."""
     w = rng.integers(-127, 128, (1, 3, 3, channels)).astype(np.int8)
     scales = list(rng.uniform(0.002, 0.02, channels))
     out = (size + stride - 1) // stride if padding == 0 else (size - 3) // stride + 1
@@ -51,7 +53,7 @@ def depthwise_case(rng: np.random.Generator, channels: int, stride: int, padding
         q((1, out, out, channels), 0.08, -1),
     ]
     opts = {"Padding": padding, "StrideH": stride, "StrideW": stride, "DepthMultiplier": 1}
-    opts["FusedActivationFunction"] = 3
+    opts["FusedActivationFunction"] = act
     return build(tensors, [Op("DEPTHWISE_CONV_2D", [0, 1, 2], [3], opts, "DepthwiseConv2DOptions")], [0], [3])
 
 

@@ -274,7 +274,7 @@ def test_dsp_kernels_are_exact_and_taken_only_where_the_core_has_dsp(integration
     the M4 runs them as simd=dsp does, bit-exact and in fewer instructions than the scalar kernels;
     the M3 has no DSP and runs the scalar kernels in their own layout (as simd=off does)."""
     import numpy as np
-    from simd_cases import conv_case
+    from simd_cases import conv_case, depthwise_case
     from tflite_builder import Op, build, const, q, write
 
     rng = np.random.default_rng(11)
@@ -299,9 +299,14 @@ def test_dsp_kernels_are_exact_and_taken_only_where_the_core_has_dsp(integration
     # one input channel under a 4-wide kernel (aww's first layer): kernel rows as words, border
     # pixels through a zero-point padded window
     rows = write(tmp_path, "conv_rows_dsp", conv_case(rng, 16, 2, 0, input_shape=(1, 29, 10, 1), kernel=(10, 4)))
+    # depthwise: channels in words (SMLABB/SMLATT, SXTAB16 adding the offset on the border; no
+    # activation: SSAT), and channels that are not (the scalar MACs with SMMLAR requantization)
+    words = write(tmp_path, "depthwise_dsp", depthwise_case(rng, 24, 1, 0, size=9, act=0))
+    odd = write(tmp_path, "depthwise_odd_dsp", depthwise_case(rng, 13, 2, 1, size=9))
     args = ["-t", "mps2_an386", "-t", "mps2_an385", "-f", "validate"]
     simd = ["-c", "tvmaot.simd=auto", "-c", "tvmaot.simd=dsp", "-c", "tvmaot.simd=off"]
-    code, output = mlonmcu("flow", "run", dense, conv, rows, "-b", "tvmaot", *args, *simd, "-H", integration_home)
+    models = (dense, conv, rows, words, odd)
+    code, output = mlonmcu("flow", "run", *models, "-b", "tvmaot", *args, *simd, "-H", integration_home)
     assert code == 0, output
     frame = pd.read_csv(integration_home / "sessions" / "latest" / "report.csv")
     assert (frame.Validation == "pass").all() and (frame["Max Abs Error"] == 0).all(), output
@@ -309,7 +314,8 @@ def test_dsp_kernels_are_exact_and_taken_only_where_the_core_has_dsp(integration
         (m, t, c.split("=")[-1]): n
         for m, t, c, n in zip(frame.Model, frame.Target, frame.Config, frame["Run Instructions"], strict=True)
     }
-    for model, bound in (("dense_dsp", 0.8), ("conv_dsp", 0.8), ("conv_rows_dsp", 0.9)):
+    bounds = [("dense_dsp", 0.8), ("conv_dsp", 0.8), ("conv_rows_dsp", 0.9), ("depthwise_dsp", 0.8)]
+    for model, bound in [*bounds, ("depthwise_odd_dsp", 1.0)]:
         assert counts[(model, "mps2_an386", "dsp")] < bound * counts[(model, "mps2_an386", "off")], counts
         assert counts[(model, "mps2_an386", "auto")] == counts[(model, "mps2_an386", "dsp")]
         assert counts[(model, "mps2_an385", "auto")] == counts[(model, "mps2_an385", "off")]

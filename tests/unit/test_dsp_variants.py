@@ -67,3 +67,14 @@ def test_dsp_layout_widens_conv_blocks_only_where_they_divide_the_channels():
     assert Schedule().regular_conv_block(64) == Schedule(simd="rvv").regular_conv_block(64) == 4
     assert Schedule(simd="dsp", conv_block=16).regular_conv_block(12) == 16
     assert dsp.scalar_conv_block == 4
+
+
+def test_dsp_layout_blocks_depthwise_in_words_of_channels():
+    """depthwise_block/pixels 0 = by layout: 8 x 1, in the DSP layout 4 x 2 where the channels come in
+    words of four (the SMLABB/SMLATT step); a value the user sets is kept."""
+    from mlonmcu.backends.tvm.integer.patterns import Schedule
+
+    dsp = Schedule(simd="dsp")
+    assert [dsp.depthwise_blocking(c) for c in (64, 12, 13)] == [(4, 2), (4, 2), (8, 1)]
+    assert Schedule().depthwise_blocking(64) == Schedule(simd="mve").depthwise_blocking(64) == (8, 1)
+    assert Schedule(simd="dsp", depthwise_block=8, depthwise_pixels=1).depthwise_blocking(64) == (8, 1)

@@ -94,6 +94,13 @@ class ConvSpec:
         return self.fours and not self.depthwise and channels > SMALL_CHANNELS and channels % 4 == 0
 
     @property
+    def depthwise_quad(self) -> bool:
+        """A depthwise convolution whose channels and blocks come in whole words of four (the
+        DSP variant's SMLABB/SMLATT step, integer/dsp.py); no padded lane reads past a pixel."""
+        channels = self.input_shape[3]
+        return self.fours and self.depthwise and self.block % 4 == 0 and channels % self.block == 0
+
+    @property
     def row_quad(self) -> bool:
         """Few input channels whose kernel rows are a multiple of 4 bytes (KW·Cin, dilation_w 1;
         e.g. one audio channel under a 4-wide kernel): the weights in fours along each kernel row
@@ -182,9 +189,11 @@ class _ConvBuilder:
         y: Any,
         acc: Any,
         dsp_step: Any = None,
+        dsp: bool = False,
     ):
         self.spec, self.x, self.w, self.y, self.acc = spec, x, w, y, acc
         self.dsp_step = dsp_step  # integer/dsp.py: four input channels of one tap (or row bytes) per call
+        self.dsp = dsp or dsp_step is not None  # an Arm DSP variant: SMMLAR requantization, SSAT clamp
         if dsp_step is not None:  # int32 views of x and w for it: four int8 per word
             self.x4 = flat_view(x, (int(np.prod(spec.input_shape)) // 4,), "int32")
             self.w4 = flat_view(w, (int(w.shape[0]) // 4,), "int32")
@@ -239,7 +248,9 @@ class _ConvBuilder:
                 w_tap = w_base + (kh * spec.kernel[1] + kw) * self.tap_w
                 if not (isinstance(kh, int) and isinstance(kw, int)):
                     x_tap, w_tap = T.bind(x_tap), T.bind(w_tap)
-                if spec.depthwise:
+                if spec.depthwise and self.dsp_step is not None:
+                    self.dsp_step(self, x_tap, w_tap, pixel_offsets, offset)
+                elif spec.depthwise:
                     self._depthwise_tap(x_tap, w_tap, cb, pixel_offsets, offset)
                 elif spec.row_quad:
                     w_row = w_base + kh * (spec.kernel[1] * self.tap_w)
@@ -358,8 +369,8 @@ class _ConvBuilder:
         from tvm.script.ir_builder import tirx as T
 
         spec = self.spec
-        requantized = requantize(acc, self.quant, channel, spec.table)
-        clamped = clamp_int8(requantized, spec.act_min, spec.act_max, ssat=self.dsp_step is not None)
+        requantized = requantize(acc, self.quant, channel, spec.table, smmlar=self.dsp)
+        clamped = clamp_int8(requantized, spec.act_min, spec.act_max, ssat=self.dsp)
         if spec.output_shape[3] % spec.block:
             with T.If(channel < spec.output_shape[3]), T.Then():
                 store_int8(self.y, clamped, [n, oh, ow, channel])
@@ -398,9 +409,10 @@ class _ConvBuilder:
                         self.output_block(n, oh, [ow], interior=False)
 
 
-def conv_kernel(spec: ConvSpec, dsp_step: Any = None) -> Any:
+def conv_kernel(spec: ConvSpec, dsp_step: Any = None, dsp: bool = False) -> Any:
     """Regular or depthwise (multiplier 1) convolution; arguments: x, packed weights, bias,
-    interior bias, requantization table, y. `dsp_step`: the DSP variant's channel step."""
+    interior bias, requantization table, y. `dsp_step`: the DSP variant's channel step; `dsp`: an
+    Arm DSP variant (implied by dsp_step) — the scalar MACs with the DSP requantization."""
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 
@@ -418,7 +430,7 @@ def conv_kernel(spec: ConvSpec, dsp_step: Any = None) -> Any:
         with root_block():
             acc = accumulators(spec.block * spec.pixels)
             x_flat, w_flat = flat_view(x, spec.input_shape), flat_view(w, weight_shape)
-            _ConvBuilder(spec, x_flat, w_flat, bias, bias_interior, quant, y, acc, dsp_step).rows()
+            _ConvBuilder(spec, x_flat, w_flat, bias, bias_interior, quant, y, acc, dsp_step, dsp).rows()
     return ib.get()
 
 

@@ -35,6 +35,9 @@ static inline int32_t mlonmcu_sxtab16(int32_t a, int32_t v) {
 static inline int32_t mlonmcu_sxtab16_ror8(int32_t a, int32_t v) {
   int32_t r; __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(v)); return r;
 }
+static inline int32_t mlonmcu_smmlar(int32_t a, int32_t b, int32_t acc) {
+  int32_t r; __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc)); return r;
+}
 """
 
 
@@ -82,6 +85,27 @@ def conv_dsp_row_step(builder: Any, source: Any, x_at: Any, w_at: Any, pixel_off
 
     words = [T.bind(_call("mlonmcu_load_word", T.address_of(source[x_at + po]))) for po in pixel_offsets]
     _smlad_block(builder, [_widened(word, 0) for word in words], tirx.shift_right(w_at, 2))
+
+
+def depthwise_dsp_step(builder: Any, x_tap: Any, w_tap: Any, pixel_offsets: list[int], offset: int) -> None:
+    """One tap of a depthwise block (ConvSpec.depthwise_quad): per four channels one word of
+    weights, widened once, and per pixel one word of inputs (the offset added by SXTAB16 on the
+    border); each channel's product by SMLABB (bytes 0, 1) or SMLATT (bytes 2, 3) of the lanes."""
+    from tvm import tirx
+    from tvm.script.ir_builder import tirx as T
+
+    block = builder.spec.block
+    for q in range(block // 4):  # words by byte address: the taps' offsets stay immediates
+        weights = T.bind(_call("mlonmcu_load_word", T.address_of(builder.w[w_tap + 4 * q])))
+        lanes_w = (T.bind(_call("mlonmcu_sxtb16", weights)), T.bind(_call("mlonmcu_sxtb16_ror8", weights)))
+        for p, po in enumerate(pixel_offsets):
+            word = T.bind(_call("mlonmcu_load_word", T.address_of(builder.x[x_tap + po + 4 * q])))
+            lanes_x = _widened(word, offset)
+            for odd in range(2):  # lanes of channels 4q + odd (bottom halves) and 4q + odd + 2 (top)
+                for top, intrinsic in enumerate(("__smlabb", "__smlatt")):
+                    index = p * block + 4 * q + odd + 2 * top
+                    product = _call(intrinsic, lanes_x[odd], lanes_w[odd], builder.acc[index])
+                    T.buffer_store(builder.acc, product, [index])
 
 
 def _smlad_block(builder: Any, lanes: list[tuple[Any, Any]], w_word: Any) -> None:

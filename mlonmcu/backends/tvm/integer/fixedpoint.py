@@ -67,6 +67,12 @@ class RequantTable:
     def rows(self) -> int:
         return self.values.shape[0]
 
+    @property
+    def high_multipliers(self) -> bool:
+        """Every 2·multiplier has bit 31 set (multiplier ≥ 2^30, i.e. every nonzero normalized
+        one): what Arm's SMMLAR needs to take the high-word step in one instruction (requantize)."""
+        return bool(np.all(self.values[:, 0] < 0))
+
 
 def requant_table(pairs: np.ndarray, zero_point: int = 0) -> RequantTable:
     multiplier = pairs[:, 0].astype(np.int64)
@@ -133,7 +139,7 @@ def multiply_by_quantized_multiplier(x: Any, multiplier: Any, shift: Any) -> Any
     return rounding_divide_by_pot(high, tirx.Max(-shift, zero))
 
 
-def requantize(acc: Any, table: Any, channel: Any, spec: RequantTable) -> Any:
+def requantize(acc: Any, table: Any, channel: Any, spec: RequantTable, smmlar: bool = False) -> Any:
     """MultiplyByQuantizedMultiplier + output zero point, from a RequantTable row.
 
     Same results as SRDHM + RDBPOT, rewritten for a 32-bit core:
@@ -142,6 +148,9 @@ def requantize(acc: Any, table: Any, channel: Any, spec: RequantTable) -> Any:
       word;
     - RDBPOT's remainder test equals adding 2^(e−1), minus one for negative values, before an
       arithmetic shift by e > 0; adding zp·2^e there too adds the zero point exactly.
+    `smmlar` (Arm DSP variants, spec.high_multipliers): 2M read as a signed word is 2M − 2^32, so
+    the rounded high word of a·2M is a + (a·(2M − 2^32) + 2^31) >> 32 — SMMLAR's result with a as
+    its accumulator, one instruction for the multiply, the rounding and the add.
     """
     from tvm import tirx
 
@@ -151,13 +160,16 @@ def requantize(acc: Any, table: Any, channel: Any, spec: RequantTable) -> Any:
         acc = tirx.shift_left(acc, table[channel, 3])
     value = local(acc, "int32")
     doubled = local(table[channel, 0], "int32")
-    wide = tirx.Cast("int64", value) * tirx.Cast("int64", tirx.Cast("uint32", doubled))
-    low = tirx.Cast("uint32", value) * tirx.Cast("uint32", doubled)  # low word (unsigned: wraps)
-    high = local(
-        tirx.Cast("int32", tirx.shift_right(wide, tirx.const(32, "int64")))
-        + tirx.Cast("int32", tirx.shift_right(low, tirx.const(31, "uint32"))),
-        "int32",
-    )
+    if smmlar and spec.high_multipliers:
+        high = local(tirx.call_pure_extern("int32", "mlonmcu_smmlar", value, doubled, value), "int32")
+    else:
+        wide = tirx.Cast("int64", value) * tirx.Cast("int64", tirx.Cast("uint32", doubled))
+        low = tirx.Cast("uint32", value) * tirx.Cast("uint32", doubled)  # low word (unsigned: wraps)
+        high = local(
+            tirx.Cast("int32", tirx.shift_right(wide, tirx.const(32, "int64")))
+            + tirx.Cast("int32", tirx.shift_right(low, tirx.const(31, "uint32"))),
+            "int32",
+        )
     right = local(table[channel, 1], "int32")
     negative = tirx.Cast("int32", high < tirx.const(0, "int32"))
     rounded = tirx.shift_right(high + table[channel, 2] - negative, right)

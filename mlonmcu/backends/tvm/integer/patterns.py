@@ -48,8 +48,8 @@ class Schedule:
     # each tap feeds few MACs, so more output channels per pixel pay off more than pixel pairs
     few_channels_block: int = 8
     few_channels_pixels: int = 1
-    depthwise_block: int = 8
-    depthwise_pixels: int = 1
+    depthwise_block: int = 0  # 0: by layout (depthwise_blocking)
+    depthwise_pixels: int = 0
     dense_block: int = 8
     fc_requant: str = "litert"  # FULLY_CONNECTED rounding: "litert" (reference kernels) or "tflm"
     tables: str = "litert"  # int8 LOGISTIC/TANH: LiteRT's float32 tables or TFLM's fixed point
@@ -72,6 +72,14 @@ class Schedule:
             wide = [b for b in (DSP_CONV_BLOCK, 8) if channels % b == 0]
             return wide[0] if wide else SCALAR_CONV_BLOCK
         return self.scalar_conv_block
+
+    def depthwise_blocking(self, channels: int) -> tuple[int, int]:
+        """Channels × pixels per depthwise register block, unless set: 8 × 1 in the scalar layouts;
+        4 × 2 in the Arm DSP layout where the channels come in words (its SMLABB/SMLATT step keeps
+        a word of widened weights and each pixel's lanes live; measured on the M4, aww: 8 × 1
+        spills in the border loops)."""
+        block, pixels = (4, 2) if self.simd == "dsp" and channels % 4 == 0 else (8, 1)
+        return self.depthwise_block or block, self.depthwise_pixels or pixels
 
 
 @dataclass
@@ -149,7 +157,7 @@ def conv_lowering(
         scales = np.repeat(scales, channels)
     table = requant_table(per_channel_multipliers(x.scalar_scale, scales, out.scale), out.zero_point)
     if depthwise:
-        block, pixels = schedule.depthwise_block, schedule.depthwise_pixels
+        block, pixels = schedule.depthwise_blocking(channels)
     elif in_shape[3] <= conv.SMALL_CHANNELS:
         block, pixels = schedule.few_channels_block, schedule.few_channels_pixels
     else:
@@ -199,6 +207,10 @@ def conv_lowering(
         kernel = kernel.with_attr(dsp.DSP_VARIANT, conv.conv_kernel(spec, dsp.conv_dsp_step))
     elif spec.row_quad:
         kernel = kernel.with_attr(dsp.DSP_VARIANT, conv.conv_kernel(spec, dsp.conv_dsp_row_step))
+    elif spec.depthwise_quad:
+        kernel = kernel.with_attr(dsp.DSP_VARIANT, conv.conv_kernel(spec, dsp.depthwise_dsp_step))
+    elif schedule.simd == "dsp":  # channels the DSP steps do not take: their requantization only
+        kernel = kernel.with_attr(dsp.DSP_VARIANT, conv.conv_kernel(spec, dsp=True))
     elif schedule.simd == "mve":
         kernel = kernel.with_attr(mve.MVE_VARIANT, mve.conv_mve_kernel(spec))
     elif schedule.simd != "off":
