@@ -14,9 +14,11 @@ from mlonmcu.backends.tvm.codegen import lower_kernels
 from mlonmcu.backends.tvm.integer import conv, dense
 from mlonmcu.backends.tvm.integer.fixedpoint import (
     FAST_ROUNDING_SHIFTS,
+    INT32_MAX,
     common_shift,
     double_multiplier,
     fast_rounding,
+    multiply_by_constant,
     per_channel_multipliers,
     quantize_multiplier,
     reference_requantize,
@@ -70,6 +72,31 @@ def test_requantize_matches_the_literal_tflite_formula(tmp_path):
     )
     expected = reference_requantize(acc, pairs[channel, 0], pairs[channel, 1]) + 5
     assert np.array_equal(out, expected.astype(np.int32))
+
+
+def test_multiply_by_a_constant_is_the_literal_tflite_formula(tmp_path):
+    """The compile-time multipliers of ADD/SUB/MUL/... (high word of x·2m, and 2^30 as a rounding
+    halving) against gemmlowp's SRDHM + RDBPOT, at the int32 extremes too."""
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    rng = np.random.default_rng(5)
+    reals = [0.5, 0.25, 1.0, 1.5, 2.0**-20, 0.7, 3.1, 1e-9, *rng.uniform(1e-6, 0.99, 5)]
+    pairs = [quantize_multiplier(r) for r in reals] + [(1 << 30, 0), (INT32_MAX, -3), (0, 0)]
+    extremes = [-(2**31), -(2**31) + 1, -1, 0, 1, 2**31 - 1, 2**31 - 2, -(2**30), 2**30, 2**30 + 1]
+    x = np.concatenate([extremes, rng.integers(-(2**31), 2**31, 3000), rng.integers(-(2**12), 2**12, 1000)])
+    x = x.astype(np.int32)
+    with IRBuilder() as ib, prim_func("mbc", ["TEST"], 0):
+        a = T.arg("a", T.Buffer((x.size,), "int32"))
+        o = T.arg("o", T.Buffer((len(pairs), x.size), "int32"))
+        with root_block(), T.serial(0, x.size) as i:
+            for row, (multiplier, shift) in enumerate(pairs):
+                T.buffer_store(o, multiply_by_constant(a[i], multiplier, shift), [row, i])
+    out = np.zeros((len(pairs), x.size), np.int32)
+    build(ib.get(), "mbc", tmp_path)(pointer(x), pointer(out))
+    for row, (multiplier, shift) in enumerate(pairs):
+        expected = reference_requantize(x, multiplier, shift).astype(np.int32)
+        assert np.array_equal(out[row], expected), (multiplier, shift)
 
 
 def c_round_of_double_product(acc: np.ndarray, effs: np.ndarray) -> np.ndarray:

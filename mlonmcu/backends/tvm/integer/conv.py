@@ -194,9 +194,6 @@ class _ConvBuilder:
         self.spec, self.x, self.w, self.y, self.acc = spec, x, w, y, acc
         self.dsp_step = dsp_step  # integer/dsp.py: four input channels of one tap (or row bytes) per call
         self.dsp = dsp or dsp_step is not None  # an Arm DSP variant: SMMLAR requantization, SSAT clamp
-        if dsp_step is not None:  # int32 views of x and w for it: four int8 per word
-            self.x4 = flat_view(x, (int(np.prod(spec.input_shape)) // 4,), "int32")
-            self.w4 = flat_view(w, (int(w.shape[0]) // 4,), "int32")
         if dsp_step is not None and spec.row_quad:  # a border pixel's padded window
             from tvm.script.ir_builder import tirx as T
 

@@ -64,43 +64,40 @@ def _widened(word: Any, offset: int) -> tuple[Any, Any]:
     return T.bind(_call("mlonmcu_sxtb16", word)), T.bind(_call("mlonmcu_sxtb16_ror8", word))
 
 
+def _word(buffer: Any, at: Any) -> Any:
+    """Four int8 of a 1-D view as one word, addressed in bytes (the C compiler keeps constant
+    offsets of an address as the load's immediate; a word index would need the shift)."""
+    from tvm.script.ir_builder import tirx as T
+
+    return T.bind(_call("mlonmcu_load_word", T.address_of(buffer[at])))
+
+
 def conv_dsp_step(builder: Any, x_tap: Any, w_tap: Any, c4: Any, pixel_offsets: list[int], offset: int) -> None:
     """Four input channels of one tap of a convolution (conv._ConvBuilder with quad weights): per
     pixel one word of inputs, per output channel one word of weights, then two SMLADs for each
     pixel and channel. In the interior the offset is folded into the bias: no add."""
-    from tvm import tirx
-    from tvm.script.ir_builder import tirx as T
-
-    block = builder.spec.block
-    lanes = [_widened(T.bind(builder.x4[tirx.shift_right(x_tap + po, 2) + c4]), offset) for po in pixel_offsets]
-    _smlad_block(builder, lanes, tirx.shift_right(w_tap, 2) + c4 * block)
+    lanes = [_widened(_word(builder.x, x_tap + po + c4 * 4), offset) for po in pixel_offsets]
+    _smlad_block(builder, lanes, w_tap + c4 * (4 * builder.spec.block))
 
 
 def conv_dsp_row_step(builder: Any, source: Any, x_at: Any, w_at: Any, pixel_offsets: list[int]) -> None:
     """Four bytes of a kernel row (ConvSpec.row_quad: few input channels) of a pixel block whose
     window is whole — interior, or a border pixel's zero-point padded copy (`source`): the inputs
     as words at any alignment (the M4's LDR takes them), the weights in fours."""
-    from tvm import tirx
-    from tvm.script.ir_builder import tirx as T
-
-    words = [T.bind(_call("mlonmcu_load_word", T.address_of(source[x_at + po]))) for po in pixel_offsets]
-    _smlad_block(builder, [_widened(word, 0) for word in words], tirx.shift_right(w_at, 2))
+    _smlad_block(builder, [_widened(_word(source, x_at + po), 0) for po in pixel_offsets], w_at)
 
 
 def depthwise_dsp_step(builder: Any, x_tap: Any, w_tap: Any, pixel_offsets: list[int], offset: int) -> None:
     """One tap of a depthwise block (ConvSpec.depthwise_quad): per four channels one word of
     weights, widened once, and per pixel one word of inputs (the offset added by SXTAB16 on the
     border); each channel's product by SMLABB (bytes 0, 1) or SMLATT (bytes 2, 3) of the lanes."""
-    from tvm import tirx
     from tvm.script.ir_builder import tirx as T
 
     block = builder.spec.block
-    for q in range(block // 4):  # words by byte address: the taps' offsets stay immediates
-        weights = T.bind(_call("mlonmcu_load_word", T.address_of(builder.w[w_tap + 4 * q])))
-        lanes_w = (T.bind(_call("mlonmcu_sxtb16", weights)), T.bind(_call("mlonmcu_sxtb16_ror8", weights)))
+    for q in range(block // 4):
+        lanes_w = _widened(_word(builder.w, w_tap + 4 * q), 0)
         for p, po in enumerate(pixel_offsets):
-            word = T.bind(_call("mlonmcu_load_word", T.address_of(builder.x[x_tap + po + 4 * q])))
-            lanes_x = _widened(word, offset)
+            lanes_x = _widened(_word(builder.x, x_tap + po + 4 * q), offset)
             for odd in range(2):  # lanes of channels 4q + odd (bottom halves) and 4q + odd + 2 (top)
                 for top, intrinsic in enumerate(("__smlabb", "__smlatt")):
                     index = p * block + 4 * q + odd + 2 * top
@@ -108,16 +105,14 @@ def depthwise_dsp_step(builder: Any, x_tap: Any, w_tap: Any, pixel_offsets: list
                     T.buffer_store(builder.acc, product, [index])
 
 
-def _smlad_block(builder: Any, lanes: list[tuple[Any, Any]], w_word: Any) -> None:
-    """Per output channel j of the block one word of weights (at w_word + j), widened, and two
+def _smlad_block(builder: Any, lanes: list[tuple[Any, Any]], w_at: Any) -> None:
+    """Per output channel j of the block one word of weights (bytes w_at + 4j), widened, and two
     SMLADs with each pixel's widened inputs into its accumulator."""
     from tvm.script.ir_builder import tirx as T
 
     block = builder.spec.block
     for j in range(block):
-        weights = T.bind(builder.w4[w_word + j])
-        even_w = T.bind(_call("mlonmcu_sxtb16", weights))
-        odd_w = T.bind(_call("mlonmcu_sxtb16_ror8", weights))
+        even_w, odd_w = _widened(_word(builder.w, w_at + 4 * j), 0)
         for p, (even_x, odd_x) in enumerate(lanes):
             index = p * block + j
             first = _call("__smlad", even_x, even_w, builder.acc[index])

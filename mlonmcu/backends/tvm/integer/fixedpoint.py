@@ -205,8 +205,29 @@ def multiply_by_constant(x: Any, multiplier: int, shift: int) -> Any:
 
     if shift > 0:
         x = tirx.shift_left(x, tirx.const(shift, "int32"))
-    high = saturating_rounding_doubling_high_mul(x, tirx.const(multiplier, "int32"))
+    high = high_mul_by_constant(local(x, "int32"), multiplier)
     return rounding_divide_by_pot(high, tirx.const(-shift, "int32")) if shift < 0 else high
+
+
+def high_mul_by_constant(x: Any, multiplier: int) -> Any:
+    """SaturatingRoundingDoublingHighMul by a compile-time multiplier ≥ 0 (which never saturates),
+    in 32-bit operations as in `requantize`: floor((x·m + 2^30) / 2^31) is the high word of x·2m
+    (2m a uint32) plus bit 31 of its low word — no 64-bit division. A multiplier of 2^30 (an
+    input at the larger scale of ADD/SUB) is a rounding halving."""
+    from tvm import tirx
+
+    assert 0 <= multiplier <= INT32_MAX, multiplier
+    if multiplier == 1 << 30:
+        one = tirx.const(1, "int32")
+        return local(tirx.shift_right(x, one) + tirx.bitwise_and(x, one), "int32")  # (x + 1) >> 1, no wrap
+    doubled = tirx.const(2 * multiplier, "uint32")
+    wide = tirx.Cast("int64", x) * tirx.Cast("int64", doubled)
+    low = tirx.Cast("uint32", x) * doubled
+    return local(
+        tirx.Cast("int32", tirx.shift_right(wide, tirx.const(32, "int64")))
+        + tirx.Cast("int32", tirx.shift_right(low, tirx.const(31, "uint32"))),
+        "int32",
+    )
 
 
 def saturating_shift_left(x: Any, exponent: int) -> Any:
