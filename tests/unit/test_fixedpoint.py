@@ -44,6 +44,9 @@ def test_requant_table_folds_zero_point_and_compacts_uniform_channels():
     assert int(table.values[0, 0]) & 0xFFFFFFFF == 2 * int(pairs[0, 0])
     mixed = requant_table(np.array([quantize_multiplier(0.01), quantize_multiplier(3.0)], dtype=np.int32))
     assert not mixed.uniform and mixed.left_shift and not mixed.always_right and mixed.values.shape == (2, 4)
+    assert table.high_multipliers and mixed.high_multipliers  # normalized multipliers: 2M has bit 31 set
+    zero = requant_table(np.array([quantize_multiplier(0.01), quantize_multiplier(0.0)], dtype=np.int32))
+    assert not zero.high_multipliers  # SMMLAR's form needs every 2M ≥ 2^31: a zero scale keeps the scalar one
 
 
 def test_double_multiplier_is_exact():

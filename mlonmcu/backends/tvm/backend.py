@@ -87,7 +87,7 @@ class TvmAotBackend(Backend):
             str,
             "auto",
             "integer kernels' SIMD variants, which the compiler takes where the core has them: auto = laid out "
-            "for the target's core (Arm DSP CONV_2D and FULLY_CONNECTED on M4/M7/M33, Arm MVE conv/depthwise/dense "
+            "for the target's core (Arm DSP conv/depthwise/dense on M4/M7/M33, Arm MVE conv/depthwise/dense "
             "on M55, RVV conv/depthwise/dense in blocks of 64 output channels on vector ISAs, scalar layouts "
             "elsewhere: one BUILD per kind of core); dsp / mve / rvv = those layouts for every target (slower on "
             "cores without the extension); off = scalar C only, to compare",
