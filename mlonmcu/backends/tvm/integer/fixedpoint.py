@@ -163,13 +163,7 @@ def requantize(acc: Any, table: Any, channel: Any, spec: RequantTable, smmlar: b
     if smmlar and spec.high_multipliers:
         high = local(tirx.call_pure_extern("int32", "mlonmcu_smmlar", value, doubled, value), "int32")
     else:
-        wide = tirx.Cast("int64", value) * tirx.Cast("int64", tirx.Cast("uint32", doubled))
-        low = tirx.Cast("uint32", value) * tirx.Cast("uint32", doubled)  # low word (unsigned: wraps)
-        high = local(
-            tirx.Cast("int32", tirx.shift_right(wide, tirx.const(32, "int64")))
-            + tirx.Cast("int32", tirx.shift_right(low, tirx.const(31, "uint32"))),
-            "int32",
-        )
+        high = _rounded_high_word(value, tirx.Cast("uint32", doubled))
     right = local(table[channel, 1], "int32")
     negative = tirx.Cast("int32", high < tirx.const(0, "int32"))
     rounded = tirx.shift_right(high + table[channel, 2] - negative, right)
@@ -220,7 +214,14 @@ def high_mul_by_constant(x: Any, multiplier: int) -> Any:
     if multiplier == 1 << 30:
         one = tirx.const(1, "int32")
         return local(tirx.shift_right(x, one) + tirx.bitwise_and(x, one), "int32")  # (x + 1) >> 1, no wrap
-    doubled = tirx.const(2 * multiplier, "uint32")
+    return _rounded_high_word(x, tirx.const(2 * multiplier, "uint32"))
+
+
+def _rounded_high_word(x: Any, doubled: Any) -> Any:
+    """floor((x·2m + 2^31) / 2^32) for int32 x and uint32 2m: the high word of the signed ×
+    unsigned product (one `mulhsu`) plus bit 31 of its low word (which wraps: unsigned)."""
+    from tvm import tirx
+
     wide = tirx.Cast("int64", x) * tirx.Cast("int64", doubled)
     low = tirx.Cast("uint32", x) * doubled
     return local(
