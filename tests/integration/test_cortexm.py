@@ -314,8 +314,14 @@ def test_dsp_kernels_are_exact_and_taken_only_where_the_core_has_dsp(integration
         (m, t, c.split("=")[-1]): n
         for m, t, c, n in zip(frame.Model, frame.Target, frame.Config, frame["Run Instructions"], strict=True)
     }
-    bounds = [("dense_dsp", 0.8), ("conv_dsp", 0.8), ("conv_rows_dsp", 0.9), ("depthwise_dsp", 0.8)]
-    for model, bound in [*bounds, ("depthwise_odd_dsp", 1.0)]:
+    bounds = [
+        ("dense_dsp", 0.8),
+        ("conv_dsp", 0.8),
+        ("conv_rows_dsp", 0.9),
+        ("depthwise_dsp", 0.8),
+        ("depthwise_odd_dsp", 1.0),
+    ]
+    for model, bound in bounds:
         assert counts[(model, "mps2_an386", "dsp")] < bound * counts[(model, "mps2_an386", "off")], counts
         assert counts[(model, "mps2_an386", "auto")] == counts[(model, "mps2_an386", "dsp")]
         assert counts[(model, "mps2_an385", "auto")] == counts[(model, "mps2_an385", "off")]
