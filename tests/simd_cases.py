@@ -88,3 +88,25 @@ def exact_counts(report: pd.DataFrame) -> pd.DataFrame:
         assert row["Validation"] == "pass" and row["Max Abs Error"] == 0, where
     simd = report.assign(simd=report["Config"].str.extract(r"simd=(\w+)")[0])
     return simd.pivot_table(index="Model", columns="simd", values="Run Instructions")
+
+
+def pool_case(
+    op: str,
+    shape: tuple[int, int, int, int],
+    pool: tuple[int, int],
+    stride: int,
+    padding: int,
+    act: int = 0,
+) -> bytes:
+    """AVERAGE_POOL_2D / MAX_POOL_2D (padding 0 = SAME: border windows smaller) with a fused
+    activation `act` (1 = RELU, 3 = RELU6), input and output quantized alike."""
+    n, height, width, channels = shape
+
+    def out_size(size: int, k: int) -> int:
+        return (size + stride - 1) // stride if padding == 0 else (size - k) // stride + 1
+
+    out = (n, out_size(height, pool[0]), out_size(width, pool[1]), channels)
+    opts = {"Padding": padding, "StrideH": stride, "StrideW": stride, "FilterHeight": pool[0]}
+    opts |= {"FilterWidth": pool[1], "FusedActivationFunction": act}
+    tensors = [q(shape, 0.04, -7), q(out, 0.04, -7)]
+    return build(tensors, [Op(op, [0], [1], opts, "Pool2DOptions")], [0], [1])

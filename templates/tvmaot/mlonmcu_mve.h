@@ -377,3 +377,69 @@ MLONMCU_MVE_INLINE int32_t mlonmcu_mve_dense_store(const int32_t *acc, const int
   }
   return 0;
 }
+
+/* (sum + count / 2) / count for sum > 0, else (sum - count / 2) / count, truncated (TFLite's
+   AVERAGE_POOL_2D): MVE has no divide, so the magnitude's quotient is the high word of its
+   product with ceil(2^32 / count), exact for magnitudes below 2^32 / count (at most 256 taps of
+   int8: mlonmcu_mve_average_pool), and the sign is restored after. */
+MLONMCU_MVE_INLINE int32x4_t mlonmcu_mve_divide(int32x4_t sum, int32_t count, uint32_t reciprocal) {
+  const int32x4_t magnitude = vaddq_n_s32(vabsq_s32(sum), count / 2);
+  const int32x4_t quotient =
+      count > 1 ? vreinterpretq_s32_u32(vmulhq_u32(vreinterpretq_u32_s32(magnitude), vdupq_n_u32(reciprocal)))
+                : magnitude;
+  return vpselq_s32(vnegq_s32(quotient), quotient, vcmpltq_n_s32(sum, 0));
+}
+
+/* One output pixel of an int8 AVERAGE_POOL_2D (NHWC, integer/pooling.py: the TIR loops over the
+   pixels and finds each valid window, rows x cols taps from `corner`, rows `row_stride` bytes
+   apart) with at most 256 taps: eight channels per vector, summed in 16-bit lanes by widening
+   loads (256 * 128 fits), divided in two int32 halves (even and odd lanes), narrowed back in
+   place. */
+MLONMCU_MVE_INLINE int32_t mlonmcu_mve_average_pool(const int8_t *corner, int8_t *out, int32_t rows, int32_t cols,
+                                                    int32_t row_stride, int32_t channels, int32_t act_min,
+                                                    int32_t act_max) {
+  const int32_t count = rows * cols;
+  const uint32_t reciprocal = count > 1 ? UINT32_MAX / (uint32_t)count + 1 : 0;
+  for (int32_t c = 0; c < channels; c += 8) {
+    const int32_t real = channels - c < 8 ? channels - c : 8;
+    const mve_pred16_t lanes = vctp16q((uint32_t)real);
+    int16x8_t sum = vdupq_n_s16(0);
+    for (int32_t kh = 0; kh < rows; ++kh)
+      for (int32_t kw = 0; kw < cols; ++kw) {
+        const int8_t *p = corner + kh * row_stride + kw * channels + c;
+        sum = vaddq_s16(sum, real == 8 ? vldrbq_s16(p) : vldrbq_z_s16(p, lanes));
+      }
+    const int32x4_t even = mlonmcu_mve_divide(vmovlbq_s16(sum), count, reciprocal);
+    const int32x4_t odd = mlonmcu_mve_divide(vmovltq_s16(sum), count, reciprocal);
+    int16x8_t value = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), even), odd);
+    value = vminq_s16(vmaxq_s16(value, vdupq_n_s16((int16_t)act_min)), vdupq_n_s16((int16_t)act_max));
+    if (real == 8)
+      vstrbq_s16(out + c, value);
+    else
+      vstrbq_p_s16(out + c, value, lanes);
+  }
+  return 0;
+}
+
+/* One output pixel of an int8 MAX_POOL_2D (as mlonmcu_mve_average_pool): sixteen channels per
+   vector, VMAX from the activation's minimum on, its maximum after. */
+MLONMCU_MVE_INLINE int32_t mlonmcu_mve_max_pool(const int8_t *corner, int8_t *out, int32_t rows, int32_t cols,
+                                                int32_t row_stride, int32_t channels, int32_t act_min,
+                                                int32_t act_max) {
+  for (int32_t c = 0; c < channels; c += 16) {
+    const int32_t real = channels - c < 16 ? channels - c : 16;
+    const mve_pred16_t lanes = vctp8q((uint32_t)real);
+    int8x16_t best = vdupq_n_s8((int8_t)act_min);
+    for (int32_t kh = 0; kh < rows; ++kh)
+      for (int32_t kw = 0; kw < cols; ++kw) {
+        const int8_t *p = corner + kh * row_stride + kw * channels + c;
+        best = vmaxq_s8(best, real == 16 ? vldrbq_s8(p) : vldrbq_z_s8(p, lanes));
+      }
+    best = vminq_s8(best, vdupq_n_s8((int8_t)act_max));
+    if (real == 16)
+      vstrbq_s8(out + c, best);
+    else
+      vstrbq_p_s8(out + c, best, lanes);
+  }
+  return 0;
+}

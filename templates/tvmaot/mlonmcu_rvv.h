@@ -198,3 +198,46 @@ static inline int32_t mlonmcu_rvv_add(const int8_t *a, const int8_t *b, int8_t *
   }
   return 0;
 }
+
+/* One output pixel of an int8 AVERAGE_POOL_2D (NHWC, integer/pooling.py: the TIR loops over the
+   pixels and finds each valid window, rows x cols taps from `corner`, rows `row_stride` bytes
+   apart) with at most 256 taps: channels as 16-bit lanes (LMUL 2) summed by widening adds
+   (256 * 128 fits), then in int32 (sum +- count / 2) / count with the vector divide (truncating,
+   as C): TFLite's division rounding half away from zero. */
+static inline int32_t mlonmcu_rvv_average_pool(const int8_t *corner, int8_t *out, int32_t rows, int32_t cols,
+                                               int32_t row_stride, int32_t channels, int32_t act_min,
+                                               int32_t act_max) {
+  const int32_t count = rows * cols, half = count / 2;
+  for (int32_t c = 0; c < channels;) {
+    size_t vl = __riscv_vsetvl_e16m2((size_t)(channels - c));
+    vint16m2_t sums = __riscv_vmv_v_x_i16m2(0, vl);
+    for (int32_t kh = 0; kh < rows; ++kh)
+      for (int32_t kw = 0; kw < cols; ++kw)
+        sums = __riscv_vwadd_wv_i16m2(sums, __riscv_vle8_v_i8m1(corner + kh * row_stride + kw * channels + c, vl), vl);
+    vint32m4_t sum = __riscv_vsext_vf2_i32m4(sums, vl);
+    vint32m4_t sign = __riscv_vsra_vx_i32m4(sum, 31, vl); /* 0 or -1: +-half = (half ^ sign) - sign */
+    vint32m4_t nudge = __riscv_vsub_vv_i32m4(__riscv_vxor_vx_i32m4(sign, half, vl), sign, vl);
+    vint32m4_t value = __riscv_vdiv_vx_i32m4(__riscv_vadd_vv_i32m4(sum, nudge, vl), count, vl);
+    value = __riscv_vmin_vx_i32m4(__riscv_vmax_vx_i32m4(value, act_min, vl), act_max, vl);
+    vint16m2_t narrow = __riscv_vncvt_x_x_w_i16m2(value, vl);
+    __riscv_vse8_v_i8m1(out + c, __riscv_vncvt_x_x_w_i8m1(narrow, vl), vl);
+    c += (int32_t)vl;
+  }
+  return 0;
+}
+
+/* One output pixel of an int8 MAX_POOL_2D (as mlonmcu_rvv_average_pool): channels as int8 lanes
+   (LMUL 4), VMAX from the activation's minimum on, its maximum after. */
+static inline int32_t mlonmcu_rvv_max_pool(const int8_t *corner, int8_t *out, int32_t rows, int32_t cols,
+                                           int32_t row_stride, int32_t channels, int32_t act_min, int32_t act_max) {
+  for (int32_t c = 0; c < channels;) {
+    size_t vl = __riscv_vsetvl_e8m4((size_t)(channels - c));
+    vint8m4_t best = __riscv_vmv_v_x_i8m4((int8_t)act_min, vl);
+    for (int32_t kh = 0; kh < rows; ++kh)
+      for (int32_t kw = 0; kw < cols; ++kw)
+        best = __riscv_vmax_vv_i8m4(best, __riscv_vle8_v_i8m4(corner + kh * row_stride + kw * channels + c, vl), vl);
+    __riscv_vse8_v_i8m4(out + c, __riscv_vmin_vx_i8m4(best, (int8_t)act_max, vl), vl);
+    c += (int32_t)vl;
+  }
+  return 0;
+}

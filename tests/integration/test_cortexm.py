@@ -269,12 +269,13 @@ def test_mlperf_tiny_on_all_qemu_boards(integration_home, mlonmcu):
 
 
 def test_dsp_kernels_are_exact_and_taken_only_where_the_core_has_dsp(integration_home, mlonmcu, tmp_path):
-    """tvmaot's SMLAD kernels (integer/dsp.py): FULLY_CONNECTED and CONV_2D (SAME padding: border
-    pixels with the input offset, interior ones without). simd=auto lays them out for the core:
+    """tvmaot's DSP kernels (integer/dsp.py, templates/tvmaot/mlonmcu_dsp.h): FULLY_CONNECTED,
+    CONV_2D (SAME padding: border pixels with the input offset, interior ones without), depthwise,
+    SUB and the pools. simd=auto lays them out for the core:
     the M4 runs them as simd=dsp does, bit-exact and in fewer instructions than the scalar kernels;
     the M3 has no DSP and runs the scalar kernels in their own layout (as simd=off does)."""
     import numpy as np
-    from simd_cases import conv_case, depthwise_case
+    from simd_cases import add_case, conv_case, depthwise_case, pool_case
     from tflite_builder import Op, build, const, q, write
 
     rng = np.random.default_rng(11)
@@ -303,9 +304,14 @@ def test_dsp_kernels_are_exact_and_taken_only_where_the_core_has_dsp(integration
     # activation: SSAT), and channels that are not (the scalar MACs with SMMLAR requantization)
     words = write(tmp_path, "depthwise_dsp", depthwise_case(rng, 24, 1, 0, size=9, act=0))
     odd = write(tmp_path, "depthwise_odd_dsp", depthwise_case(rng, 13, 2, 1, size=9))
+    # the C variants (templates/tvmaot/mlonmcu_dsp.h): SUB with RELU (SMMLAR, SSAT), pools over
+    # 21 channels (words of 16, of 4 and one channel) with border windows
+    sub = write(tmp_path, "sub_dsp", add_case((2, 9, 4), subtract=True, act=1))
+    average = write(tmp_path, "average_pool_dsp", pool_case("AVERAGE_POOL_2D", (1, 7, 6, 21), (3, 3), 2, 0, act=3))
+    largest = write(tmp_path, "max_pool_dsp", pool_case("MAX_POOL_2D", (1, 7, 6, 21), (3, 3), 2, 0, act=1))
     args = ["-t", "mps2_an386", "-t", "mps2_an385", "-f", "validate"]
     simd = ["-c", "tvmaot.simd=auto", "-c", "tvmaot.simd=dsp", "-c", "tvmaot.simd=off"]
-    models = (dense, conv, rows, words, odd)
+    models = (dense, conv, rows, words, odd, sub, average, largest)
     code, output = mlonmcu("flow", "run", *models, "-b", "tvmaot", *args, *simd, "-H", integration_home)
     assert code == 0, output
     frame = pd.read_csv(integration_home / "sessions" / "latest" / "report.csv")
@@ -320,6 +326,9 @@ def test_dsp_kernels_are_exact_and_taken_only_where_the_core_has_dsp(integration
         ("conv_rows_dsp", 0.9),
         ("depthwise_dsp", 0.8),
         ("depthwise_odd_dsp", 1.0),
+        ("sub_dsp", 0.7),
+        ("average_pool_dsp", 0.7),
+        ("max_pool_dsp", 0.5),
     ]
     for model, bound in bounds:
         assert counts[(model, "mps2_an386", "dsp")] < bound * counts[(model, "mps2_an386", "off")], counts

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from simd_cases import add_case, conv_case, dense_case, depthwise_case, exact_counts
+from simd_cases import add_case, conv_case, dense_case, depthwise_case, exact_counts, pool_case
 from tflite_builder import write
 
 pytestmark = pytest.mark.integration
@@ -31,6 +31,11 @@ CASES = {
     "dense_10_per_tensor": lambda: dense_case(RNG, 10, 64, False),
     "add_tail": lambda: add_case((1, 5, 7, 6)),
     "sub_relu": lambda: add_case((2, 9, 4), subtract=True, act=1),
+    # border windows, 21 channels: two vectors and a tail of 5 (average: 16-bit lanes of 8)
+    "average_pool_same_relu6": lambda: pool_case("AVERAGE_POOL_2D", (1, 7, 6, 21), (3, 3), 2, 0, act=3),
+    "average_pool_whole": lambda: pool_case("AVERAGE_POOL_2D", (1, 5, 5, 64), (5, 5), 1, 1),
+    "max_pool_same_relu": lambda: pool_case("MAX_POOL_2D", (1, 7, 6, 21), (3, 3), 2, 0, act=1),
+    "max_pool_valid_batches": lambda: pool_case("MAX_POOL_2D", (2, 8, 8, 16), (2, 2), 2, 1),
 }
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from simd_cases import add_case, conv_case, dense_case, depthwise_case, exact_counts
+from simd_cases import add_case, conv_case, dense_case, depthwise_case, exact_counts, pool_case
 from tflite_builder import write
 
 pytestmark = pytest.mark.integration
@@ -26,6 +26,9 @@ CASES = {
     "dense_10_per_tensor": lambda: dense_case(RNG, 10, 64, False),
     "add_strips": lambda: add_case((1, 5, 7, 6)),
     "sub_relu": lambda: add_case((2, 9, 4), subtract=True, act=1),
+    # border windows (whole-window pools keep clang's vectorization of the scalar kernel)
+    "average_pool_same_relu6": lambda: pool_case("AVERAGE_POOL_2D", (1, 7, 6, 21), (3, 3), 2, 0, act=3),
+    "max_pool_same_relu": lambda: pool_case("MAX_POOL_2D", (1, 7, 6, 21), (3, 3), 2, 0, act=1),
 }
 # (arch, VLEN): V at its smallest and a wide one; Zve32x at VLEN 32 (four int32 lanes: many strips)
 VECTOR_CORES = [("rv32gcv", 128), ("rv32gcv", 512), ("rv32imc_zve32x", 32)]

@@ -78,3 +78,56 @@ def test_dsp_layout_blocks_depthwise_in_words_of_channels():
     assert [dsp.depthwise_blocking(c) for c in (64, 12, 13)] == [(4, 2), (4, 2), (8, 1)]
     assert Schedule().depthwise_blocking(64) == Schedule(simd="mve").depthwise_blocking(64) == (8, 1)
     assert Schedule(simd="dsp", depthwise_block=8, depthwise_pixels=1).depthwise_blocking(64) == (8, 1)
+
+
+def test_layout_free_kernels_take_one_arm_variant_at_most():
+    """ADD and the pools: each BUILD's own kind; under auto MVE and RVV (free elsewhere), never DSP
+    (an MVE core has the DSP extension too: two Arm variants would both be compiled)."""
+    from mlonmcu.backends.tvm.integer.blocks import takes_variant
+
+    chosen = {simd: [k for k in ("dsp", "mve", "rvv") if takes_variant(simd, k)] for simd in ("auto", "dsp", "off")}
+    assert chosen == {"auto": ["mve", "rvv"], "dsp": ["dsp"], "off": []}
+
+
+def _attrs(kernel) -> set[str]:
+    from mlonmcu.backends.tvm.integer import dsp, mve, rvv
+
+    kinds = {dsp.DSP_VARIANT: "dsp", mve.MVE_VARIANT: "mve", rvv.RVV_VARIANT: "rvv"}
+    return {kind for attr, kind in kinds.items() if kernel.attrs is not None and attr in kernel.attrs}
+
+
+def test_pool_variants_by_window():
+    """Average pools of at most 256 taps (16-bit lane sums) get variants, larger ones none; RVV only
+    where border windows are cut (clang vectorizes whole-window pools itself); int16 none."""
+    from mlonmcu.backends.tvm.integer.pooling import average_pool_kernel, max_pool_kernel
+
+    same = ((1, 7, 6, 13), (1, 4, 3, 13), (3, 3), (2, 2), (1, 1, 1, 1))
+    whole = ((1, 5, 5, 64), (1, 1, 1, 64), (5, 5), (1, 1), (0, 0, 0, 0))
+    big = ((1, 20, 20, 6), (1, 1, 1, 6), (20, 20), (1, 1), (0, 0, 0, 0))
+    assert _attrs(average_pool_kernel("p", *same, simd="auto")) == {"mve", "rvv"}
+    assert _attrs(average_pool_kernel("p", *same, simd="dsp")) == {"dsp"}
+    assert _attrs(average_pool_kernel("p", *whole, simd="auto")) == {"mve"}
+    assert _attrs(average_pool_kernel("p", *big, simd="mve")) == set()
+    assert _attrs(max_pool_kernel("p", *big, simd="dsp")) == {"dsp"}
+    assert _attrs(max_pool_kernel("p", *same, simd="rvv")) == {"rvv"}
+    assert _attrs(max_pool_kernel("p", *same, dtype="int16", simd="rvv")) == set()
+
+
+def test_dsp_add_needs_normalized_multipliers():
+    """SMMLAR reads 2M as a signed word: the DSP ADD only where every multiplier is >= 2^30."""
+    import numpy as np
+
+    from mlonmcu.backends.tvm.integer.elementwise import add_kernel
+    from mlonmcu.backends.tvm.integer.graph import Quantized
+    from mlonmcu.backends.tvm.integer.patterns import Output
+
+    def quantized(scale: float, zero_point: int) -> Quantized:
+        return Quantized(None, np.float32(scale), np.int32(zero_point), 0)
+
+    a, b = quantized(0.05, -3), quantized(0.11, 17)
+    out = Output(0.09, -20, -128, 127)
+    shape = (1, 5, 7, 6)
+    assert _attrs(add_kernel("add", (shape, shape), shape, a, b, out, simd="dsp")) == {"dsp"}
+    assert _attrs(add_kernel("add", (shape, shape), shape, a, b, out, simd="auto")) == {"mve", "rvv"}
+    zero = quantized(0.0, 0)  # a zero scale: multiplier 0
+    assert _attrs(add_kernel("add", (shape, shape), shape, zero, b, out, simd="dsp")) == set()

@@ -119,7 +119,7 @@ def _exact_float_literals(func: Any) -> Any:
 # the variants' C needs before them): integer/dsp.py, integer/rvv.py, integer/mve.py. A kernel
 # carries one variant of the Arm kinds at most: an MVE core has the DSP extension too.
 VARIANT_KINDS: dict[str, tuple[str, Callable[[], str]]] = {
-    dsp.DSP_VARIANT: (dsp.GUARD, lambda: dsp.PRELUDE),
+    dsp.DSP_VARIANT: (dsp.GUARD, dsp.prelude),
     rvv.RVV_VARIANT: (rvv.GUARD, rvv.prelude),
     mve.MVE_VARIANT: (mve.GUARD, mve.prelude),
 }

@@ -1,4 +1,4 @@
-"""The conv register-block sizes the layouts default to.
+"""The conv register-block sizes the layouts default to, and which SIMD variants a layout takes.
 
 Here rather than in patterns.py and dsp.py so that the backend's option help can name them
 without loading the kernel modules (they load with the first BUILD, not on every command).
@@ -9,3 +9,11 @@ SCALAR_CONV_BLOCK = 4  # CONV_2D output channels per register block in the scala
 # each widened input word feeds more SMLADs; measured on the M4 (MLPerf Tiny) against 4, 8 and 12;
 # a layer 16 does not divide takes 8 or 4.
 DSP_CONV_BLOCK = 16
+
+
+def takes_variant(simd: str, kind: str) -> bool:
+    """Whether a layout-free kernel (ADD, the pools) of a BUILD with tvmaot.simd `simd` gets the
+    `kind` variant (dsp, mve, rvv): its own kind; under auto MVE and RVV, which cost other cores
+    nothing — not DSP, since an MVE core has the DSP extension too and a kernel carries one Arm
+    variant (codegen.VARIANT_KINDS)."""
+    return simd == kind or (simd == "auto" and kind != "dsp")

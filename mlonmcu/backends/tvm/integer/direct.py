@@ -4,7 +4,7 @@ TVM's TFLite importer turns every int8 operator into dequantize → float → qu
 of its own (per-channel `quantized_dimension` 3, FULLY_CONNECTED over a 4-D input, ...). Here
 each operator becomes its integer kernel directly from what TFLite's kernels read: the tensors'
 scales and zero points, the constant buffers and the builtin options. Layout-only operators
-(RESHAPE, SQUEEZE, EXPAND_DIMS) are Relax reshapes, MAX_POOL_2D Relax's int8 max pool. An
+(RESHAPE, SQUEEZE, EXPAND_DIMS) are Relax reshapes. An
 operator this path does not cover raises `NotCovered` naming it (and why), never an
 approximation.
 """
@@ -623,27 +623,20 @@ class DirectBuilder:
         return output_of(op, out_tensor)
 
     def _average_pool(self, op: Operator) -> Any:
-        x_tensor, x = self.activation(op, 0, dtypes=_WIDE)
-        out_tensor = self.integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
-        out = self._same_quantization(op, x_tensor, out_tensor)
-        pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
-        act = (out.act_min, out.act_max)
-        name, dtype = self.name("average_pool2d"), out_tensor.dtype
-        kernel = pooling.average_pool_kernel(name, x_tensor.shape, out_tensor.shape, pool, strides, padding, act, dtype)
-        return self.call(Lowered(None, "AVERAGE_POOL_2D", kernel, [x.value], out_tensor.shape, dtype=dtype))
+        return self._pool(op, "AVERAGE_POOL_2D", pooling.average_pool_kernel)
 
     def _max_pool(self, op: Operator) -> Any:
-        from tvm import relax
+        return self._pool(op, "MAX_POOL_2D", pooling.max_pool_kernel)
 
+    def _pool(self, op: Operator, kind: str, build: Callable[..., Any]) -> Any:
         x_tensor, x = self.activation(op, 0, dtypes=_WIDE)
         out_tensor = self.integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = self._same_quantization(op, x_tensor, out_tensor)
-        pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
-        self.report.lowered[op.op] += 1
-        pooled = relax.op.nn.max_pool2d(x.value, pool, strides, padding=padding, layout="NHWC")
-        if (out.act_min, out.act_max) == LIMITS[out_tensor.dtype]:
-            return pooled
-        return relax.op.clip(self.builder.emit(pooled), out.act_min, out.act_max)
+        geometry = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
+        act, dtype = (out.act_min, out.act_max), out_tensor.dtype
+        name = self.name("average_pool2d" if kind == "AVERAGE_POOL_2D" else "max_pool2d")
+        kernel = build(name, x_tensor.shape, out_tensor.shape, *geometry, act, dtype, self.schedule.simd)
+        return self.call(Lowered(None, kind, kernel, [x.value], out_tensor.shape, dtype=dtype))
 
     def _resize_bilinear(self, op: Operator) -> Any:
         x_tensor, x = self.activation(op, 0)

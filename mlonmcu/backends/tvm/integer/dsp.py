@@ -8,37 +8,28 @@ magnitude) and weights, SMLAD's 32-bit accumulation wraps exactly like the scala
 
 Four int8 inputs are one word: SXTAB16 adds the offset to bytes 0 and 2 (and, rotated by 8, to
 bytes 1 and 3), SXTB16 widens the weights' bytes the same way, and two SMLADs take the four
-products. The rotations are inline assembly (`sxtb16 ..., ror #8`): GCC 12 does not fold a C
-rotate into the instruction.
+products. The helpers they call (word loads, the rotations as inline assembly: GCC 12 does not
+fold a C rotate into `sxtb16 ..., ror #8`) and the ADD/SUB and pool variants, which are C, are in
+templates/tvmaot/mlonmcu_dsp.h.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from mlonmcu.backends.tvm.integer.dense import DenseSpec, dense_args, quad_layout, store_outputs
 from mlonmcu.backends.tvm.integer.tir import accumulators, flat_view, prim_func, root_block
+from mlonmcu.data import templates_dir
 
 DSP_VARIANT = "mlonmcu_dsp_variant"
 GUARD = "defined(__ARM_FEATURE_DSP)"
-# what the variants call besides ACLE's __smlad (arm_acle.h); a word load at any alignment
-PRELUDE = """#include <arm_acle.h>
-#include <string.h>
-static inline int32_t mlonmcu_load_word(const int8_t *p) { int32_t v; memcpy(&v, p, 4); return v; }
-static inline int32_t mlonmcu_sxtb16(int32_t v) { int32_t r; __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(v)); return r; }
-static inline int32_t mlonmcu_sxtb16_ror8(int32_t v) {
-  int32_t r; __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v)); return r;
-}
-static inline int32_t mlonmcu_sxtab16(int32_t a, int32_t v) {
-  int32_t r; __asm__("sxtab16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(v)); return r;
-}
-static inline int32_t mlonmcu_sxtab16_ror8(int32_t a, int32_t v) {
-  int32_t r; __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(v)); return r;
-}
-static inline int32_t mlonmcu_smmlar(int32_t a, int32_t b, int32_t acc) {
-  int32_t r; __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc)); return r;
-}
-"""
+
+
+@cache
+def prelude() -> str:
+    """What the variants call besides ACLE's intrinsics: word helpers, ADD/SUB and the pools."""
+    return (templates_dir() / "tvmaot" / "mlonmcu_dsp.h").read_text()
 
 
 def _call(name: str, *args: Any) -> Any:

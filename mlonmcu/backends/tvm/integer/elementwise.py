@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mlonmcu.backends.tvm.integer.blocks import takes_variant
 from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier
 from mlonmcu.backends.tvm.integer.tir import (
     clamp,
@@ -163,8 +164,8 @@ def add_kernel(
     simd: str = "auto",
 ) -> Any:
     """TFLite ADD / SUB: both inputs scaled by 2^20 (int16: 2^15, TFLite's general int16 path) and
-    to the larger scale, then requantized. With int8 inputs of one shape, MVE and RVV variants as
-    `simd` (patterns.Schedule) allows: integer/mve.py, integer/rvv.py."""
+    to the larger scale, then requantized. With int8 inputs of one shape, DSP, MVE and RVV variants
+    as `simd` (patterns.Schedule) allows: templates/tvmaot/mlonmcu_{dsp,mve,rvv}.h."""
     left_shift = ADD_LEFT_SHIFT if dtype == "int8" else ADD16_LEFT_SHIFT
     (ma, sa), (mb, sb), (mo, so) = add_params(a, b, out, left_shift)
 
@@ -179,20 +180,23 @@ def add_kernel(
     kernel = binary_kernel(name, op, shapes, out_shape, scalar, dtype)
     if dtype != "int8" or not shapes[0] == shapes[1] == out_shape:
         return kernel
-    from mlonmcu.backends.tvm.integer import mve, rvv
+    from mlonmcu.backends.tvm.integer import dsp, mve, rvv
 
     constants = [a.scalar_zero_point, b.scalar_zero_point, left_shift, ma, sa, mb, sb, mo, so]
     constants += [out.zero_point, out.act_min, out.act_max, int(subtract)]
-    kinds = (("mve", mve.MVE_VARIANT, "mlonmcu_mve_add"), ("rvv", rvv.RVV_VARIANT, "mlonmcu_rvv_add"))
-    for kind, attr, extern in kinds:
-        if simd in ("auto", kind):
-            kernel = kernel.with_attr(attr, _add_variant(name, op, out_shape, extern, constants))
+    kinds = {"dsp": dsp.DSP_VARIANT, "mve": mve.MVE_VARIANT, "rvv": rvv.RVV_VARIANT}
+    for kind, attr in kinds.items():
+        if kind == "dsp" and min(ma, mb, mo) < 1 << 30:  # SMMLAR needs 2M's bit 31 (mlonmcu_dsp_scale)
+            continue
+        if takes_variant(simd, kind):
+            kernel = kernel.with_attr(attr, _add_variant(name, op, out_shape, f"mlonmcu_{kind}_add", constants))
     return kernel
 
 
 def _add_variant(name: str, op: str, shape: Shape, extern: str, constants: list[int]) -> Any:
     """A SIMD variant of ADD / SUB (add_kernel's parameters a, b, out): one call into the
-    variant's C (templates/tvmaot/mlonmcu_mve.h, mlonmcu_rvv.h) with the size and `constants`."""
+    variant's C (templates/tvmaot/mlonmcu_dsp.h, mlonmcu_mve.h, mlonmcu_rvv.h) with the size and
+    `constants`."""
     from tvm.script.ir_builder import IRBuilder
     from tvm.script.ir_builder import tirx as T
 

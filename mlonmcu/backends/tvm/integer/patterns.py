@@ -294,6 +294,8 @@ class Matcher:
             return self._quantize(binding)
         if name == "relax.astype" and tensor_type(binding.var)[1] == "int8":
             return self._average_pool(binding)
+        if name == "relax.nn.max_pool2d" and tensor_type(binding.var)[1] == "int8":
+            return self._max_pool(binding)
         return None
 
     def _quantize(self, binding: Any) -> Lowered | None:
@@ -501,5 +503,25 @@ class Matcher:
             _pair(pool.attrs.pool_size),
             _pair(pool.attrs.strides),
             tuple(int(p) for p in pool.attrs.padding),
+            simd=self.schedule.simd,
         )
         return Lowered(binding.var, "AVERAGE_POOL_2D", kernel, [x], shape)
+
+    def _max_pool(self, binding: Any) -> Lowered | None:
+        """The importer's int8 max pool (no quantization chain: the values are compared as they
+        are) as the integer kernel with its SIMD variants."""
+        attrs = binding.value.attrs
+        if str(attrs.layout) != "NHWC" or any(int(d) != 1 for d in attrs.dilation) or bool(attrs.ceil_mode):
+            return None
+        x = binding.value.args[0]
+        shape = tensor_type(binding.var)[0]
+        kernel = pooling.max_pool_kernel(
+            self.name("max_pool2d"),
+            tensor_type(x)[0],
+            shape,
+            _pair(attrs.pool_size),
+            _pair(attrs.strides),
+            tuple(int(p) for p in attrs.padding),
+            simd=self.schedule.simd,
+        )
+        return Lowered(binding.var, "MAX_POOL_2D", kernel, [x], shape)
