@@ -98,6 +98,19 @@ MLONMCU_DSP_INLINE int8_t mlonmcu_dsp_average(int32_t sum, int32_t count, int32_
   return (int8_t)mlonmcu_dsp_clamp((sum > 0 ? sum + half : sum - half) / count, act_min, act_max);
 }
 
+/* One channel (the channels past the last multiple of four) over the window from `start`: the
+   sum of its values, or with `maximum` their largest. */
+MLONMCU_DSP_INLINE int32_t mlonmcu_dsp_fold(const int8_t *corner, int32_t rows, int32_t cols, int32_t row_stride,
+                                            int32_t channels, int32_t start, int32_t maximum) {
+  int32_t folded = start;
+  for (int32_t kh = 0; kh < rows; ++kh)
+    for (int32_t kw = 0; kw < cols; ++kw) {
+      const int32_t value = corner[kh * row_stride + kw * channels];
+      folded = maximum ? (value > folded ? value : folded) : folded + value;
+    }
+  return folded;
+}
+
 /* The average of `words` words of channels (4 * words from `corner`) over the window: their sums
    in 16-bit lanes, SXTAB16 adding channels 0 and 2 of each word, rotated 1 and 3 (the word loop
    unrolled: the sums stay in registers). */
@@ -122,27 +135,6 @@ MLONMCU_DSP_INLINE void mlonmcu_dsp_average_words(const int8_t *corner, int8_t *
   }
 }
 
-/* One output pixel of an int8 AVERAGE_POOL_2D (NHWC, integer/pooling.py: the TIR loops over the
-   pixels and finds each valid window, rows x cols taps from `corner`, rows `row_stride` bytes
-   apart) with at most 256 taps (256 * 128 fits a 16-bit lane): sixteen channels per pass over
-   the window, then four, the rest one at a time. */
-MLONMCU_DSP_INLINE int32_t mlonmcu_dsp_average_pool(const int8_t *corner, int8_t *out, int32_t rows, int32_t cols,
-                                                    int32_t row_stride, int32_t channels, int32_t act_min,
-                                                    int32_t act_max) {
-  int32_t c = 0;
-  for (; c + 16 <= channels; c += 16)
-    mlonmcu_dsp_average_words(corner + c, out + c, rows, cols, row_stride, channels, 4, act_min, act_max);
-  for (; c + 4 <= channels; c += 4)
-    mlonmcu_dsp_average_words(corner + c, out + c, rows, cols, row_stride, channels, 1, act_min, act_max);
-  for (; c < channels; ++c) {
-    int32_t s = 0;
-    for (int32_t kh = 0; kh < rows; ++kh)
-      for (int32_t kw = 0; kw < cols; ++kw) s += corner[kh * row_stride + kw * channels + c];
-    out[c] = mlonmcu_dsp_average(s, rows * cols, act_min, act_max);
-  }
-  return 0;
-}
-
 /* The maximum of `words` words of channels over the window, each byte lane by SSUB8 + SEL from
    the activation's minimum on, its maximum applied the same way. */
 MLONMCU_DSP_INLINE void mlonmcu_dsp_max_words(const int8_t *corner, int8_t *out, int32_t rows, int32_t cols,
@@ -162,23 +154,40 @@ MLONMCU_DSP_INLINE void mlonmcu_dsp_max_words(const int8_t *corner, int8_t *out,
   }
 }
 
-/* One output pixel of an int8 MAX_POOL_2D (as mlonmcu_dsp_average_pool, any window). */
+/* One output pixel of an int8 pool (NHWC, integer/pooling.py: the TIR loops over the pixels and
+   finds each valid window, rows x cols taps from `corner`, rows `row_stride` bytes apart):
+   sixteen channels per pass over the window, then four, the rest one at a time; an average
+   (`maximum` 0) of at most 256 taps (256 * 128 fits a 16-bit lane) or the maximum. */
+MLONMCU_DSP_INLINE int32_t mlonmcu_dsp_pool(const int8_t *corner, int8_t *out, int32_t rows, int32_t cols,
+                                            int32_t row_stride, int32_t channels, int32_t act_min, int32_t act_max,
+                                            int32_t maximum) {
+  int32_t c = 0;
+  for (; c + 16 <= channels; c += 16)
+    if (maximum)
+      mlonmcu_dsp_max_words(corner + c, out + c, rows, cols, row_stride, channels, 4, act_min, act_max);
+    else
+      mlonmcu_dsp_average_words(corner + c, out + c, rows, cols, row_stride, channels, 4, act_min, act_max);
+  for (; c + 4 <= channels; c += 4)
+    if (maximum)
+      mlonmcu_dsp_max_words(corner + c, out + c, rows, cols, row_stride, channels, 1, act_min, act_max);
+    else
+      mlonmcu_dsp_average_words(corner + c, out + c, rows, cols, row_stride, channels, 1, act_min, act_max);
+  for (; c < channels; ++c) {
+    const int32_t folded = mlonmcu_dsp_fold(corner + c, rows, cols, row_stride, channels, maximum ? act_min : 0, maximum);
+    out[c] = maximum ? (int8_t)(folded > act_max ? act_max : folded)
+                     : mlonmcu_dsp_average(folded, rows * cols, act_min, act_max);
+  }
+  return 0;
+}
+
+/* What the AVERAGE_POOL_2D and MAX_POOL_2D variants call per output pixel. */
+MLONMCU_DSP_INLINE int32_t mlonmcu_dsp_average_pool(const int8_t *corner, int8_t *out, int32_t rows, int32_t cols,
+                                                    int32_t row_stride, int32_t channels, int32_t act_min,
+                                                    int32_t act_max) {
+  return mlonmcu_dsp_pool(corner, out, rows, cols, row_stride, channels, act_min, act_max, 0);
+}
 MLONMCU_DSP_INLINE int32_t mlonmcu_dsp_max_pool(const int8_t *corner, int8_t *out, int32_t rows, int32_t cols,
                                                 int32_t row_stride, int32_t channels, int32_t act_min,
                                                 int32_t act_max) {
-  int32_t c = 0;
-  for (; c + 16 <= channels; c += 16)
-    mlonmcu_dsp_max_words(corner + c, out + c, rows, cols, row_stride, channels, 4, act_min, act_max);
-  for (; c + 4 <= channels; c += 4)
-    mlonmcu_dsp_max_words(corner + c, out + c, rows, cols, row_stride, channels, 1, act_min, act_max);
-  for (; c < channels; ++c) {
-    int32_t best = act_min;
-    for (int32_t kh = 0; kh < rows; ++kh)
-      for (int32_t kw = 0; kw < cols; ++kw) {
-        const int32_t value = corner[kh * row_stride + kw * channels + c];
-        best = value > best ? value : best;
-      }
-    out[c] = (int8_t)(best > act_max ? act_max : best);
-  }
-  return 0;
+  return mlonmcu_dsp_pool(corner, out, rows, cols, row_stride, channels, act_min, act_max, 1);
 }

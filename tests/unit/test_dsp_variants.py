@@ -99,18 +99,18 @@ def _attrs(kernel) -> set[str]:
 def test_pool_variants_by_window():
     """Average pools of at most 256 taps (16-bit lane sums) get variants, larger ones none; RVV only
     where border windows are cut (clang vectorizes whole-window pools itself); int16 none."""
-    from mlonmcu.backends.tvm.integer.pooling import average_pool_kernel, max_pool_kernel
+    from mlonmcu.backends.tvm.integer.pooling import pool_kernel
 
     same = ((1, 7, 6, 13), (1, 4, 3, 13), (3, 3), (2, 2), (1, 1, 1, 1))
     whole = ((1, 5, 5, 64), (1, 1, 1, 64), (5, 5), (1, 1), (0, 0, 0, 0))
     big = ((1, 20, 20, 6), (1, 1, 1, 6), (20, 20), (1, 1), (0, 0, 0, 0))
-    assert _attrs(average_pool_kernel("p", *same, simd="auto")) == {"mve", "rvv"}
-    assert _attrs(average_pool_kernel("p", *same, simd="dsp")) == {"dsp"}
-    assert _attrs(average_pool_kernel("p", *whole, simd="auto")) == {"mve"}
-    assert _attrs(average_pool_kernel("p", *big, simd="mve")) == set()
-    assert _attrs(max_pool_kernel("p", *big, simd="dsp")) == {"dsp"}
-    assert _attrs(max_pool_kernel("p", *same, simd="rvv")) == {"rvv"}
-    assert _attrs(max_pool_kernel("p", *same, dtype="int16", simd="rvv")) == set()
+    assert _attrs(pool_kernel("AVERAGE_POOL_2D", "p", *same, simd="auto")) == {"mve", "rvv"}
+    assert _attrs(pool_kernel("AVERAGE_POOL_2D", "p", *same, simd="dsp")) == {"dsp"}
+    assert _attrs(pool_kernel("AVERAGE_POOL_2D", "p", *whole, simd="auto")) == {"mve"}
+    assert _attrs(pool_kernel("AVERAGE_POOL_2D", "p", *big, simd="mve")) == set()
+    assert _attrs(pool_kernel("MAX_POOL_2D", "p", *big, simd="dsp")) == {"dsp"}
+    assert _attrs(pool_kernel("MAX_POOL_2D", "p", *same, simd="rvv")) == {"rvv"}
+    assert _attrs(pool_kernel("MAX_POOL_2D", "p", *same, dtype="int16", simd="rvv")) == set()
 
 
 def test_dsp_add_needs_normalized_multipliers():

@@ -125,8 +125,8 @@ class DirectBuilder:
             "LEAKY_RELU": self._leaky_relu,
             "PRELU": self._prelu,
             **dict.fromkeys(("HARD_SWISH", "RSQRT", "ABS", *lut.TRANSFORMS), self._table),
-            "AVERAGE_POOL_2D": self._average_pool,
-            "MAX_POOL_2D": self._max_pool,
+            "AVERAGE_POOL_2D": self._pool,
+            "MAX_POOL_2D": self._pool,
             "MEAN": self._mean,
             "SUM": self._mean,
             "RESIZE_BILINEAR": self._resize_bilinear,
@@ -622,21 +622,16 @@ class DirectBuilder:
             raise NotCovered(op, "input and output quantized differently")
         return output_of(op, out_tensor)
 
-    def _average_pool(self, op: Operator) -> Any:
-        return self._pool(op, "AVERAGE_POOL_2D", pooling.average_pool_kernel)
-
-    def _max_pool(self, op: Operator) -> Any:
-        return self._pool(op, "MAX_POOL_2D", pooling.max_pool_kernel)
-
-    def _pool(self, op: Operator, kind: str, build: Callable[..., Any]) -> Any:
+    def _pool(self, op: Operator) -> Any:
         x_tensor, x = self.activation(op, 0, dtypes=_WIDE)
         out_tensor = self.integer(op, self.graph.output(op), "output", (x_tensor.dtype,))
         out = self._same_quantization(op, x_tensor, out_tensor)
-        geometry = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
+        pool, strides, padding = self._pool_geometry(op, x_tensor.shape, out_tensor.shape)
         act, dtype = (out.act_min, out.act_max), out_tensor.dtype
-        name = self.name("average_pool2d" if kind == "AVERAGE_POOL_2D" else "max_pool2d")
-        kernel = build(name, x_tensor.shape, out_tensor.shape, *geometry, act, dtype, self.schedule.simd)
-        return self.call(Lowered(None, kind, kernel, [x.value], out_tensor.shape, dtype=dtype))
+        name = self.name("average_pool2d" if op.op == "AVERAGE_POOL_2D" else "max_pool2d")
+        shapes = (x_tensor.shape, out_tensor.shape)
+        kernel = pooling.pool_kernel(op.op, name, *shapes, pool, strides, padding, act, dtype, self.schedule.simd)
+        return self.call(Lowered(None, op.op, kernel, [x.value], out_tensor.shape, dtype=dtype))
 
     def _resize_bilinear(self, op: Operator) -> Any:
         x_tensor, x = self.activation(op, 0)

@@ -496,7 +496,8 @@ class Matcher:
             return None
         x = widen.args[0]
         shape = tensor_type(binding.var)[0]
-        kernel = pooling.average_pool_kernel(
+        kernel = pooling.pool_kernel(
+            "AVERAGE_POOL_2D",
             self.name("average_pool2d"),
             tensor_type(x)[0],
             shape,
@@ -515,7 +516,8 @@ class Matcher:
             return None
         x = binding.value.args[0]
         shape = tensor_type(binding.var)[0]
-        kernel = pooling.max_pool_kernel(
+        kernel = pooling.pool_kernel(
+            "MAX_POOL_2D",
             self.name("max_pool2d"),
             tensor_type(x)[0],
             shape,

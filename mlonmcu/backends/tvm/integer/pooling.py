@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 AVERAGE_POOL_TAPS = 256  # the largest window an average pool variant takes: its sums in 16-bit lanes
 
 
-def average_pool_kernel(
+def pool_kernel(
+    op: str,
     name: str,
     in_shape: tuple[int, ...],
     out_shape: tuple[int, ...],
@@ -33,55 +34,41 @@ def average_pool_kernel(
     dtype: str = "int8",
     simd: str = "off",
 ) -> Any:
-    """Sum of the valid window, divided with rounding half away from zero (TFLite AveragePool),
-    clamped to the fused activation's range `act`; int8 or (16x8) int16. SIMD variants for int8
-    as `simd` (patterns.Schedule) allows."""
+    """AVERAGE_POOL_2D (`op`): the sum of the valid window divided with rounding half away from
+    zero, as TFLite's AveragePool; MAX_POOL_2D: its largest value. Clamped to the fused
+    activation's range `act`; int8 or (16x8) int16; SIMD variants for int8 as `simd`
+    (patterns.Schedule) allows (average pools of at most AVERAGE_POOL_TAPS taps)."""
+    geometry = _Geometry(in_shape, out_shape, pool, strides, padding, act, dtype, simd)
+    average = op == "AVERAGE_POOL_2D"
+    kernel = _pool_kernel(name, op, geometry, _average_pixel if average else _max_pixel)
+    if average and pool[0] * pool[1] > AVERAGE_POOL_TAPS:
+        return kernel
+    return _with_pool_variants(kernel, name, op, geometry)
+
+
+def _average_pixel(x: Any, acc: Any, window: _Window, c: Any, act: tuple[int, int]) -> Any:
     from tvm import tirx
     from tvm.script.ir_builder import tirx as T
 
-    def pixel(x: Any, acc: Any, window: _Window, c: Any) -> Any:
-        zero = tirx.const(0, "int32")
-        T.buffer_store(acc, zero, [0])
-        with T.serial(0, window.rows) as kh, T.serial(0, window.cols) as kw:
-            T.buffer_store(acc, acc[0] + i32(window.tap(x, kh, kw, c)), [0])
-        total = T.bind(acc[0])
-        count = T.bind(window.rows * window.cols)
-        half = T.bind(tirx.truncdiv(count, 2))
-        rounded = tirx.Select(total > zero, tirx.truncdiv(total + half, count), tirx.truncdiv(total - half, count))
-        return clamp(rounded, *act)
-
-    geometry = _Geometry(in_shape, out_shape, pool, strides, padding, act, dtype)
-    kernel = _pool_kernel(name, "AVERAGE_POOL_2D", geometry, pixel)
-    if pool[0] * pool[1] <= AVERAGE_POOL_TAPS:
-        kernel = _with_pool_variants(kernel, name, "AVERAGE_POOL_2D", geometry, simd)
-    return kernel
+    zero = tirx.const(0, "int32")
+    T.buffer_store(acc, zero, [0])
+    with T.serial(0, window.rows) as kh, T.serial(0, window.cols) as kw:
+        T.buffer_store(acc, acc[0] + i32(window.tap(x, kh, kw, c)), [0])
+    total = T.bind(acc[0])
+    count = T.bind(window.rows * window.cols)
+    half = T.bind(tirx.truncdiv(count, 2))
+    rounded = tirx.Select(total > zero, tirx.truncdiv(total + half, count), tirx.truncdiv(total - half, count))
+    return clamp(rounded, *act)
 
 
-def max_pool_kernel(
-    name: str,
-    in_shape: tuple[int, ...],
-    out_shape: tuple[int, ...],
-    pool: tuple[int, int],
-    strides: tuple[int, int],
-    padding: tuple[int, ...],
-    act: tuple[int, int] = (-128, 127),
-    dtype: str = "int8",
-    simd: str = "off",
-) -> Any:
-    """The largest value of the valid window, clamped to `act` (TFLite MaxPool); int8 or int16.
-    SIMD variants for int8 as `simd` allows."""
+def _max_pixel(x: Any, acc: Any, window: _Window, c: Any, act: tuple[int, int]) -> Any:
     from tvm import tirx
     from tvm.script.ir_builder import tirx as T
 
-    def pixel(x: Any, acc: Any, window: _Window, c: Any) -> Any:
-        T.buffer_store(acc, tirx.const(act[0], "int32"), [0])
-        with T.serial(0, window.rows) as kh, T.serial(0, window.cols) as kw:
-            T.buffer_store(acc, tirx.Max(acc[0], i32(window.tap(x, kh, kw, c))), [0])
-        return tirx.Min(acc[0], tirx.const(act[1], "int32"))
-
-    geometry = _Geometry(in_shape, out_shape, pool, strides, padding, act, dtype)
-    kernel = _pool_kernel(name, "MAX_POOL_2D", geometry, pixel)
-    return _with_pool_variants(kernel, name, "MAX_POOL_2D", geometry, simd)
+    T.buffer_store(acc, tirx.const(act[0], "int32"), [0])
+    with T.serial(0, window.rows) as kh, T.serial(0, window.cols) as kw:
+        T.buffer_store(acc, tirx.Max(acc[0], i32(window.tap(x, kh, kw, c))), [0])
+    return tirx.Min(acc[0], tirx.const(act[1], "int32"))
 
 
 @dataclass(frozen=True)
@@ -93,6 +80,7 @@ class _Geometry:
     padding: tuple[int, ...]  # top, left (, bottom, right)
     act: tuple[int, int]
     dtype: str
+    simd: str = "off"
 
     @property
     def whole(self) -> bool:
@@ -115,7 +103,7 @@ class _Window:
         return x[self.n, self.ih + kh, self.iw + kw, c]
 
 
-def _pool_kernel(name: str, op: str, g: _Geometry, pixel: Callable[[Any, Any, _Window, Any], Any]) -> Any:
+def _pool_kernel(name: str, op: str, g: _Geometry, pixel: Callable[..., Any]) -> Any:
     """A pool over NHWC: per output pixel its valid window (_windows), per channel `pixel`'s value."""
     from tvm import tirx
     from tvm.script.ir_builder import IRBuilder
@@ -127,7 +115,7 @@ def _pool_kernel(name: str, op: str, g: _Geometry, pixel: Callable[[Any, Any, _W
         with root_block():
             acc = accumulators(1)
             with _windows(g) as (window, oh, ow), T.serial(0, g.in_shape[3]) as c:
-                T.buffer_store(y, tirx.Cast(g.dtype, pixel(x, acc, window, c)), [window.n, oh, ow, c])
+                T.buffer_store(y, tirx.Cast(g.dtype, pixel(x, acc, window, c, g.act)), [window.n, oh, ow, c])
     return ib.get()
 
 
@@ -157,8 +145,8 @@ def _windows(g: _Geometry) -> Iterator[tuple[_Window, Any, Any]]:
         yield _Window(n, ih0 + h_lo, iw0 + w_lo, h_hi - h_lo, w_hi - w_lo), oh, ow
 
 
-def _with_pool_variants(kernel: Any, name: str, op: str, g: _Geometry, simd: str) -> Any:
-    """The int8 pool `kernel` with the SIMD variants `simd` allows. Not RVV where every window is
+def _with_pool_variants(kernel: Any, name: str, op: str, g: _Geometry) -> Any:
+    """The int8 pool `kernel` with the SIMD variants its BUILD's `simd` allows. Not RVV where every window is
     whole: clang vectorizes the scalar loops of such pools itself, with their constant windows
     unrolled (measured: a 5x5 average over 64 channels, VLEN 128: 296 instructions, 426 with
     the variant); with border windows it does not (9x more than the variant)."""
@@ -168,7 +156,7 @@ def _with_pool_variants(kernel: Any, name: str, op: str, g: _Geometry, simd: str
         return kernel
     kinds = {"dsp": dsp.DSP_VARIANT, "mve": mve.MVE_VARIANT, "rvv": rvv.RVV_VARIANT}
     for kind, attr in kinds.items():
-        if takes_variant(simd, kind) and not (kind == "rvv" and g.whole):
+        if takes_variant(g.simd, kind) and not (kind == "rvv" and g.whole):
             kernel = kernel.with_attr(attr, _pool_variant(name, op, g, kind))
     return kernel
 
