@@ -87,8 +87,8 @@ class TvmAotBackend(Backend):
             str,
             "auto",
             "integer kernels' SIMD variants, which the compiler takes where the core has them: auto = laid out "
-            "for the target's core (Arm DSP conv/depthwise/dense on M4/M7/M33, Arm MVE conv/depthwise/dense "
-            "on M55, RVV conv/depthwise/dense in blocks of 64 output channels on vector ISAs, scalar layouts "
+            "for the target's core (Arm DSP conv/depthwise/dense/add/pools on M4/M7/M33, Arm MVE the same on "
+            "M55, RVV the same with conv/dense in blocks of 64 output channels on vector ISAs, scalar layouts "
             "elsewhere: one BUILD per kind of core); dsp / mve / rvv = those layouts for every target (slower on "
             "cores without the extension); off = scalar C only, to compare",
             choices=("auto", "dsp", "mve", "rvv", "off"),
