@@ -90,10 +90,9 @@ def test_layout_free_kernels_take_one_arm_variant_at_most():
 
 
 def _attrs(kernel) -> set[str]:
-    from mlonmcu.backends.tvm.integer import dsp, mve, rvv
+    from mlonmcu.backends.tvm.integer.blocks import variant_attrs
 
-    kinds = {dsp.DSP_VARIANT: "dsp", mve.MVE_VARIANT: "mve", rvv.RVV_VARIANT: "rvv"}
-    return {kind for attr, kind in kinds.items() if kernel.attrs is not None and attr in kernel.attrs}
+    return {kind for kind, attr in variant_attrs().items() if kernel.attrs is not None and attr in kernel.attrs}
 
 
 def test_pool_variants_by_window():

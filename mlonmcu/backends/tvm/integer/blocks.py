@@ -17,3 +17,10 @@ def takes_variant(simd: str, kind: str) -> bool:
     nothing — not DSP, since an MVE core has the DSP extension too and a kernel carries one Arm
     variant (codegen.VARIANT_KINDS)."""
     return simd == kind or (simd == "auto" and kind != "dsp")
+
+
+def variant_attrs() -> dict[str, str]:
+    """Each kind's PrimFunc attribute (integer/dsp.py, mve.py, rvv.py; loaded on first call)."""
+    from mlonmcu.backends.tvm.integer import dsp, mve, rvv
+
+    return {"dsp": dsp.DSP_VARIANT, "mve": mve.MVE_VARIANT, "rvv": rvv.RVV_VARIANT}

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mlonmcu.backends.tvm.integer.blocks import takes_variant
+from mlonmcu.backends.tvm.integer.blocks import takes_variant, variant_attrs
 from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier
 from mlonmcu.backends.tvm.integer.tir import (
     clamp,
@@ -180,12 +180,9 @@ def add_kernel(
     kernel = binary_kernel(name, op, shapes, out_shape, scalar, dtype)
     if dtype != "int8" or not shapes[0] == shapes[1] == out_shape:
         return kernel
-    from mlonmcu.backends.tvm.integer import dsp, mve, rvv
-
     constants = [a.scalar_zero_point, b.scalar_zero_point, left_shift, ma, sa, mb, sb, mo, so]
     constants += [out.zero_point, out.act_min, out.act_max, int(subtract)]
-    kinds = {"dsp": dsp.DSP_VARIANT, "mve": mve.MVE_VARIANT, "rvv": rvv.RVV_VARIANT}
-    for kind, attr in kinds.items():
+    for kind, attr in variant_attrs().items():
         if kind == "dsp" and min(ma, mb, mo) < 1 << 30:  # SMMLAR needs 2M's bit 31 (mlonmcu_dsp_scale)
             continue
         if takes_variant(simd, kind):

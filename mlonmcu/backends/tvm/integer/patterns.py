@@ -494,19 +494,7 @@ class Matcher:
         widen = g.call(pool.args[0], "relax.astype")
         if widen is None or tensor_type(widen.args[0])[1] != "int8":
             return None
-        x = widen.args[0]
-        shape = tensor_type(binding.var)[0]
-        kernel = pooling.pool_kernel(
-            "AVERAGE_POOL_2D",
-            self.name("average_pool2d"),
-            tensor_type(x)[0],
-            shape,
-            _pair(pool.attrs.pool_size),
-            _pair(pool.attrs.strides),
-            tuple(int(p) for p in pool.attrs.padding),
-            simd=self.schedule.simd,
-        )
-        return Lowered(binding.var, "AVERAGE_POOL_2D", kernel, [x], shape)
+        return self._pool(binding, "AVERAGE_POOL_2D", widen.args[0], pool.attrs)
 
     def _max_pool(self, binding: Any) -> Lowered | None:
         """The importer's int8 max pool (no quantization chain: the values are compared as they
@@ -514,16 +502,12 @@ class Matcher:
         attrs = binding.value.attrs
         if str(attrs.layout) != "NHWC" or any(int(d) != 1 for d in attrs.dilation) or bool(attrs.ceil_mode):
             return None
-        x = binding.value.args[0]
+        return self._pool(binding, "MAX_POOL_2D", binding.value.args[0], attrs)
+
+    def _pool(self, binding: Any, op: str, x: Any, attrs: Any) -> Lowered:
+        """The pool `op` of int8 `x` with the Relax pool's `attrs` (pool size, strides, padding)."""
         shape = tensor_type(binding.var)[0]
-        kernel = pooling.pool_kernel(
-            "MAX_POOL_2D",
-            self.name("max_pool2d"),
-            tensor_type(x)[0],
-            shape,
-            _pair(attrs.pool_size),
-            _pair(attrs.strides),
-            tuple(int(p) for p in attrs.padding),
-            simd=self.schedule.simd,
-        )
-        return Lowered(binding.var, "MAX_POOL_2D", kernel, [x], shape)
+        name = self.name("average_pool2d" if op == "AVERAGE_POOL_2D" else "max_pool2d")
+        geometry = (_pair(attrs.pool_size), _pair(attrs.strides), tuple(int(p) for p in attrs.padding))
+        kernel = pooling.pool_kernel(op, name, tensor_type(x)[0], shape, *geometry, simd=self.schedule.simd)
+        return Lowered(binding.var, op, kernel, [x], shape)

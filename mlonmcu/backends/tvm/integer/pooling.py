@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mlonmcu.backends.tvm.integer import tir
-from mlonmcu.backends.tvm.integer.blocks import takes_variant
+from mlonmcu.backends.tvm.integer.blocks import takes_variant, variant_attrs
 from mlonmcu.backends.tvm.integer.fixedpoint import multiply_by_constant, quantize_multiplier
 from mlonmcu.backends.tvm.integer.tir import accumulators, clamp, i32, local, prim_func, root_block
 
@@ -150,12 +150,9 @@ def _with_pool_variants(kernel: Any, name: str, op: str, g: _Geometry) -> Any:
     whole: clang vectorizes the scalar loops of such pools itself, with their constant windows
     unrolled (measured: a 5x5 average over 64 channels, VLEN 128: 296 instructions, 426 with
     the variant); with border windows it does not (9x more than the variant)."""
-    from mlonmcu.backends.tvm.integer import dsp, mve, rvv
-
     if g.dtype != "int8":
         return kernel
-    kinds = {"dsp": dsp.DSP_VARIANT, "mve": mve.MVE_VARIANT, "rvv": rvv.RVV_VARIANT}
-    for kind, attr in kinds.items():
+    for kind, attr in variant_attrs().items():
         if takes_variant(g.simd, kind) and not (kind == "rvv" and g.whole):
             kernel = kernel.with_attr(attr, _pool_variant(name, op, g, kind))
     return kernel
