@@ -212,24 +212,21 @@ def svdf_model(batch: int, rank: int, state_dtype: str, seed: int = 3) -> bytes:
     return build(tensors, [Op("SVDF", [0, 1, 2, 3, 4], [5], options, "SVDFOptions")], [0], [5])
 
 
-def lstm_model(batch: int, steps: int, cell_clip: float = 0.0, time_major: bool = False, seed: int = 5) -> bytes:
-    """One int8 UNIDIRECTIONAL_SEQUENCE_LSTM (8 inputs, 6 units) with an int16 cell state, the
-    tensor layout TFLM's integer kernel takes (no peepholes, projection or layer norm)."""
-    rng = np.random.default_rng(seed)
-    inputs, units = 8, 6
-    x_shape = (steps, batch, inputs) if time_major else (batch, steps, inputs)
-    tensors = [q(x_shape, 0.01, -20)]
-    for shape in [(units, inputs)] * 4 + [(units, units)] * 4:  # input-to and recurrent-to gate weights
-        tensors.append(const(rng.integers(-127, 128, shape).astype(np.int8), float(rng.uniform(0.004, 0.02))))
-    for _ in range(4):
-        tensors.append(const(rng.integers(-3000, 3000, units).astype(np.int32), 0.0001))
+def _lstm(
+    tensors: list[Tensor], weights: list[Tensor], states: list[Tensor], y: Tensor, cell_clip: float, time_major: bool
+) -> bytes:
+    """UNIDIRECTIONAL_SEQUENCE_LSTM of x (tensors[0]) and its weights: the four input-to and four
+    recurrent-to gate weights and the four biases, None for an absent (CIFG) input gate."""
+    index = {}
+    for slot, tensor in enumerate(weights):
+        if tensor is not None:
+            index[slot] = len(tensors)
+            tensors.append(tensor)
     hidden = len(tensors)
-    tensors.append(q((batch, units), 0.008, 3, variable=True))
-    tensors.append(q((batch, units), 2.0**-11, 0, "int16", variable=True))
-    y_shape = (steps, batch, units) if time_major else (batch, steps, units)
-    tensors.append(q(y_shape, 0.008, 3))
+    tensors += [*states, y]
+    gate = [index.get(slot, -1) for slot in range(12)]
     absent = [-1]
-    inputs_of = [0, *range(1, 9), *absent * 3, *range(9, 13), *absent * 2, hidden, hidden + 1, *absent * 4]
+    inputs_of = [0, *gate[:8], *absent * 3, *gate[8:], *absent * 2, hidden, hidden + 1, *absent * 4]
     options = {
         "FusedActivationFunction": 4,  # TANH: the cell gate's (the schema has no SIGMOID)
         "CellClip": cell_clip,
@@ -239,6 +236,38 @@ def lstm_model(batch: int, steps: int, cell_clip: float = 0.0, time_major: bool 
     }
     op = Op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs_of, [hidden + 2], options, "UnidirectionalSequenceLSTMOptions")
     return build(tensors, [op], [0], [hidden + 2])
+
+
+def lstm_model(batch: int, steps: int, cell_clip: float = 0.0, time_major: bool = False, seed: int = 5) -> bytes:
+    """One int8 UNIDIRECTIONAL_SEQUENCE_LSTM (8 inputs, 6 units) with an int16 cell state, the
+    tensor layout TFLM's integer kernel takes (no peepholes, projection or layer norm)."""
+    rng = np.random.default_rng(seed)
+    inputs, units = 8, 6
+    x_shape = (steps, batch, inputs) if time_major else (batch, steps, inputs)
+    weights = [
+        const(rng.integers(-127, 128, shape).astype(np.int8), float(rng.uniform(0.004, 0.02)))
+        for shape in [(units, inputs)] * 4 + [(units, units)] * 4
+    ]
+    weights += [const(rng.integers(-3000, 3000, units).astype(np.int32), 0.0001) for _ in range(4)]
+    states = [q((batch, units), 0.008, 3, variable=True), q((batch, units), 2.0**-11, 0, "int16", variable=True)]
+    y_shape = (steps, batch, units) if time_major else (batch, steps, units)
+    return _lstm([q(x_shape, 0.01, -20)], weights, states, q(y_shape, 0.008, 3), cell_clip, time_major)
+
+
+def float_lstm_model(
+    batch: int, steps: int, cifg: bool = False, cell_clip: float = 0.0, time_major: bool = False, seed: int = 5
+) -> bytes:
+    """One float UNIDIRECTIONAL_SEQUENCE_LSTM (8 inputs, 6 units); `cifg`: no input gate."""
+    rng = np.random.default_rng(seed)
+    inputs, units = 8, 6
+    x_shape = (steps, batch, inputs) if time_major else (batch, steps, inputs)
+    shapes = [(units, inputs)] * 4 + [(units, units)] * 4 + [(units,)] * 4
+    weights: list[Any] = [const(rng.uniform(-0.6, 0.6, shape).astype(np.float32)) for shape in shapes]
+    if cifg:
+        weights[0] = weights[4] = weights[8] = None
+    states = [Tensor((batch, units), "float32", variable=True) for _ in range(2)]
+    y_shape = (steps, batch, units) if time_major else (batch, steps, units)
+    return _lstm([Tensor(x_shape, "float32")], weights, states, Tensor(y_shape, "float32"), cell_clip, time_major)
 
 
 def transpose_conv_model(

@@ -335,15 +335,19 @@ def _calibrate_arena(
     built = firmware(probe_dir, work / "arena-probe-build", defs)
     completed = ctx.target.execute(probe_dir / built.elf, ctx.log(Stage.COMPILE))
     parsed = harness.parse(completed.output)
-    failure = failure_of(parsed, completed)
-    if failure:  # the firmware did not finish: not a question of size
+    record = parsed.record
+    if record.end is None or any(e.startswith("trap") for e in record.errors):  # not a question of size
         raise StageError(
-            f"the arena calibration firmware failed on {ctx.target.name} ({failure}): {ctx.backend.name}'s "
-            "AllocateTensors, which runs every operator's Prepare, crashed or aborted — the model has "
-            "parameters the framework refuses (a failed check aborts) or hits a bug in it"
+            f"the arena calibration firmware failed on {ctx.target.name} ({failure_of(parsed, completed)}): "
+            f"{ctx.backend.name}'s AllocateTensors, which runs every operator's Prepare, crashed or aborted — "
+            "the model has parameters the framework refuses (a failed check aborts) or hits a bug in it"
         )
-    if not parsed.arena_needed:
-        raise StageError(f"cannot size the arena on {ctx.target.name}: even {probe_size} bytes are not enough")
+    if not parsed.arena_needed:  # it ended, with no arena that works
+        raise StageError(
+            f"{ctx.backend.name}'s AllocateTensors fails on {ctx.target.name} even with a {probe_size}-byte arena: "
+            "an operator's Prepare refuses the model (a type or parameter its TFLM kernel does not take, "
+            "e.g. an int8 EXP: TFLM's is float-only), or the model needs a larger arena"
+        )
     return parsed.arena_needed
 
 

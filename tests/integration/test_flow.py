@@ -222,3 +222,30 @@ def test_float_dense_is_right(integration_home, mlonmcu, tmp_path, in_shape, uni
     assert code == 0, output
     row = report(integration_home).iloc[0]
     assert row["Validation"] == "pass" and row["Max Abs Error"] < 1e-5, row["Validation Detail"]
+
+
+def test_float_lstm_runs_and_keeps_its_state(integration_home, mlonmcu, tmp_path):
+    """TVM's importer takes only the coupled-gate float LSTM and restarts it from zeros at every
+    inference; TFLite carries the state from one Invoke to the next. tvmaot's own float LSTM
+    kernel keeps it, so LiteRT's outputs over consecutive samples are met (trained_lstm, TFLM's
+    mnist_lstm example, is such a model)."""
+    import numpy as np
+    from tflite_builder import float_lstm_model, write
+
+    from mlonmcu.models.reference import reference_outputs
+
+    built = {
+        "float_lstm": float_lstm_model(batch=1, steps=5),
+        "float_lstm_cifg": float_lstm_model(batch=2, steps=3, cifg=True),
+        "float_lstm_clip_time_major": float_lstm_model(batch=1, steps=4, cell_clip=0.5, time_major=True),
+    }
+    models = [write(tmp_path, name, model) for name, model in built.items()]
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 5, 8)).astype(np.float32)
+    first, second = reference_outputs(models[0], [[x], [x]])
+    assert not np.allclose(first[0], second[0]), "the same input twice: the state changes the outputs"
+    args = ["flow", "run", *models, "-b", "tvmaot", "-t", "host_x86", "-f", "validate", "-c", "validate.samples=4"]
+    code, output = mlonmcu(*args, "-H", integration_home)
+    assert code == 0, output
+    frame = report(integration_home)
+    assert (frame["Validation"] == "pass").all(), frame[["Model", "Validation Detail"]]
+    assert (frame["Max Abs Error"] < 1e-5).all(), frame[["Model", "Max Abs Error"]]

@@ -67,6 +67,22 @@ def binary(op: str, a: tuple[int, ...], b: tuple[int, ...], options: str, act: i
     return build(tensors, [Op(op, [0, 1], [2], {"FusedActivationFunction": act}, options)], [0, 1], [2])
 
 
+def dense16_model(per_channel: bool, bias: bool):
+    """16x8 FULLY_CONNECTED of x int16 [2, 32] (full range), int8 weights [10, 32]."""
+    rng = np.random.default_rng(17)
+    w = rng.integers(-127, 128, (10, 32)).astype(np.int8)
+    scales = list(rng.uniform(0.002, 0.004, 10)) if per_channel else 0.003
+    x_scale = 7.6e-06
+    tensors = [q((2, 32), x_scale, 0, "int16"), const(w, scales, [0] * 10 if per_channel else 0)]
+    if bias:
+        bias_scales = [x_scale * s for s in scales] if per_channel else x_scale * 0.003
+        tensors.append(const(rng.integers(-(2**20), 2**20, 10).astype(np.int64), bias_scales))
+    tensors.append(q((2, 10), 1.15e-05, 0, "int16"))
+    n = len(tensors) - 1
+    fc = Op("FULLY_CONNECTED", list(range(n)), [n], {"FusedActivationFunction": 0}, "FullyConnectedOptions", 7)
+    return build(tensors, [fc], [0], [n])
+
+
 def conv(dilation: int, stride: int, padding: int):
     w = RNG.integers(-127, 128, (6, 3, 3, 8)).astype(np.int8)
     bias = RNG.integers(-3000, 3000, 6).astype(np.int32)
@@ -128,6 +144,9 @@ CASES: dict[str, Callable[[], bytes]] = {
     "transpose_conv_odd_output": lambda: transpose_conv_model(3, 2, 0, (7, 5)),
     "conv_16x8_int64_bias": lambda: conv16_model("int64"),
     "conv_16x8_int64_bias_strided_valid": lambda: conv16_model("int64", stride=2, padding=1),
+    # LiteRT rounds the 16x8 FULLY_CONNECTED once with the full multiplier (TFLM: 16 bits)
+    "dense_16x8_int64_bias": lambda: dense16_model(per_channel=False, bias=True),
+    "dense_16x8_per_channel_no_bias": lambda: dense16_model(per_channel=True, bias=False),
     "add_16x8": lambda: binary16("ADD", X, "AddOptions"),
     "sub_16x8_broadcast": lambda: binary16("SUB", (1, 1, 1, 8), "SubOptions"),
     "mean_16x8": lambda: build(

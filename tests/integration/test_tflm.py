@@ -448,6 +448,40 @@ def test_a_prepare_that_aborts_is_not_called_an_arena_size(tflm_home, mlonmcu, t
     assert "not enough" not in reason
 
 
+def test_kernels_holding_temporaries_get_an_arena_that_fits(tflm_home, mlonmcu, tmp_path):
+    """A per-channel FULLY_CONNECTED, a 16x8 SOFTMAX and a 2-D LOG_SOFTMAX allocate persistent
+    data while their Prepare holds temporaries; TFLM checks such a buffer against the head only.
+    The metered arena once left those temporaries out, the bisection then tried arenas a few
+    bytes too small and TFLM's planner crashed (SIGSEGV, store access faults). Now every one
+    runs and is right, and an int8 EXP (TFLM's is float-only) is named a refusal, not a crash."""
+    from simd_cases import dense_case
+    from tflite_builder import Op, build, q, write
+
+    built = {
+        "dense_per_channel": dense_case(np.random.default_rng(0), 12, 64, True),
+        "softmax_16x8": build(
+            [q((2, 10), 0.0004, 0, "int16"), q((2, 10), 2.0**-15, 0, "int16")],
+            [Op("SOFTMAX", [0], [1], {"Beta": 1.0}, "SoftmaxOptions", 3)],
+            [0],
+            [1],
+        ),
+        "log_softmax_2d": build(
+            [q((2, 30), 0.3, 5), q((2, 30), 16 / 256, 127)], [Op("LOG_SOFTMAX", [0], [1])], [0], [1]
+        ),
+        "exp_int8": build([q((1, 8), 0.04, -7), q((1, 8), 0.05, 3)], [Op("EXP", [0], [1], version=2)], [0], [1]),
+    }
+    models = [write(tmp_path, name, model) for name, model in built.items()]
+    args = ["flow", "run", *models, "-b", "tflmi", "-t", "spike", "-t", "host_x86", "-f", "validate"]
+    code, _ = mlonmcu(*args, "-c", "validate.samples=2", "-H", tflm_home)
+    assert code == 1  # the EXP runs fail
+    frame = report(tflm_home).set_index(["Model", "Target"])
+    ran = frame.drop(index="exp_int8", level="Model")
+    assert (ran["Validation"] == "pass").all(), ran[["Validation", "Reason"]]
+    for target in ("spike", "host_x86"):
+        reason = frame.loc[("exp_int8", target), "Reason"]
+        assert "AllocateTensors fails" in reason and "Prepare refuses" in reason, reason
+
+
 def test_operators_litert_lacks_are_judged_by_tflm(tflm_home, mlonmcu, tmp_path):
     """Where LiteRT's reference kernels have none (int8 ELU, 16x8 TRANSPOSE_CONV; SUM returns −1s) or differ from
     TFLM (a 16x8 CONV_2D with an int32 bias: TFLM accumulates in int32; 16x8 FULLY_CONNECTED:

@@ -3,7 +3,8 @@
 One importer defect is mended while it runs: TFLite's FULLY_CONNECTED flattens an input of any
 rank to [-1, inputs] (unless keep_num_dims), TVM 0.27 multiplies the input as it is and fails
 ("Matmul requires the reduction length ... to be equal") on float models whose FC follows a
-pooling layer without a RESHAPE (magic_wand, several MNIST models).
+pooling layer without a RESHAPE (magic_wand, several MNIST models). Float LSTMs take our own
+kernel (float_lstm.py).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ def import_tflite(path: Path) -> Any:
     import tflite
     from tvm.relax.frontend.tflite import from_tflite
 
+    from mlonmcu.backends.tvm import float_lstm
+
     buf = path.read_bytes()
     try:
         model = tflite.Model.GetRootAsModel(buf, 0)
-        with _flattening_fully_connected():
-            return from_tflite(model)
+        with _flattening_fully_connected(), float_lstm.converting() as lstms:
+            return float_lstm.with_states(from_tflite(model), lstms)
     except Exception as err:  # OpNotImplemented, TVMError, ValueError...: all mean "TVM cannot import"
         raise StageError(f"TVM cannot import {path.name}: {first_line(err)}") from None
 

@@ -4,8 +4,10 @@ ConvPerChannel / DepthwiseConvPerChannel for int16.
 The accumulator is as wide as the bias: an int64 bias (the converter's default for 16x8) means
 int64 sums and TFLite's int64 MultiplyByQuantizedMultiplier, which first reduces the multiplier
 to 16 bits ((m + 2^15) >> 16) and shifts once with rounding; an int32 bias means int32 sums and
-the usual double-rounding requantization. int16 activations have zero point 0, so padding is a
-skipped tap. Regular convolutions are register-blocked over output channels.
+the usual double-rounding requantization. LiteRT's 16x8 FULLY_CONNECTED (not TFLM's, nor any
+convolution) rounds its int64 sums once with the full 31-bit multiplier instead
+(`single_rounding`). int16 activations have zero point 0, so padding is a skipped tap. Regular
+convolutions are register-blocked over output channels.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Conv16Spec:
     wide: bool  # int64 bias and accumulator
     act: tuple[int, int]
     depthwise: bool = False  # weights [KH, KW, C], output channel c reads input channel c
+    single_rounding: bool = False  # wide only: (acc · m + 2^(t−1)) >> t with the 31-bit m, t = 31 − shift
     block: int = 4  # B: output channels per register block (regular convolutions)
 
 
@@ -38,6 +41,27 @@ def wide_multipliers(pairs: np.ndarray) -> np.ndarray:
     """(multiplier, shift) → (16-bit multiplier, total right shift) of the int64 requantization."""
     reduced = [(m + (1 << 15)) >> 16 if m < 0x7FFF0000 else 0x7FFF for m in pairs[:, 0].tolist()]
     return np.stack([np.array(reduced), 15 - pairs[:, 1]], axis=1).astype(np.int32)
+
+
+def single_multipliers(pairs: np.ndarray) -> np.ndarray:
+    """(multiplier, shift) → (multiplier, total right shift) of the single-rounding requantization."""
+    return np.stack([pairs[:, 0], 31 - pairs[:, 1]], axis=1).astype(np.int32)
+
+
+def _single_rounding(acc: Any, multiplier: Any, shift: Any) -> Any:
+    """(acc · m + 2^(shift−1)) >> shift without the 79-bit product: acc = hi · 2^16 + lo, and
+    floor((hi · m · 2^16 + lo · m + r) / 2^shift) = (hi · m + ((lo · m + r) >> 16)) >> (shift − 16),
+    exact for shift ≥ 16 (TFLite's shifts are at most 7, so shift ≥ 24)."""
+    from tvm import tirx
+
+    def c64(v: int) -> Any:
+        return tirx.const(v, "int64")
+
+    m = tirx.Cast("int64", multiplier)
+    total = tirx.Cast("int64", shift)
+    hi, lo = tirx.shift_right(acc, c64(16)), tirx.bitwise_and(acc, c64(0xFFFF))
+    low = tirx.shift_right(lo * m + tirx.shift_left(c64(1), total - c64(1)), c64(16))
+    return tirx.shift_right(hi * m + low, total - c64(16))
 
 
 def pack_conv16(spec: Conv16Spec, weights: np.ndarray, bias: np.ndarray, pairs: np.ndarray) -> list[np.ndarray]:
@@ -115,7 +139,11 @@ def conv16_kernel(spec: Conv16Spec) -> Any:
                                 T.buffer_store(acc, acc[j] + product, [j])
                 for j in range(block):
                     o = ob * block + j
-                    if spec.wide:
+                    if spec.single_rounding:
+                        rounded = _single_rounding(acc[j], requant[o, 0], requant[o, 1])
+                        low, high = (tirx.const(v, "int64") for v in spec.act)  # saturated before narrowing
+                        scaled = local(tirx.Cast("int32", tirx.Min(tirx.Max(rounded, low), high)), "int32")
+                    elif spec.wide:
                         shift = tirx.Cast("int64", requant[o, 1])
                         one = tirx.const(1, "int64")
                         rounded = acc[j] * tirx.Cast("int64", requant[o, 0]) + tirx.shift_left(one, shift - one)
