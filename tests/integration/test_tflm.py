@@ -484,9 +484,9 @@ def test_kernels_holding_temporaries_get_an_arena_that_fits(tflm_home, mlonmcu, 
 
 def test_operators_litert_lacks_are_judged_by_tflm(tflm_home, mlonmcu, tmp_path):
     """Where LiteRT's reference kernels have none (int8 ELU, 16x8 TRANSPOSE_CONV; SUM returns −1s) or differ from
-    TFLM (a 16x8 CONV_2D with an int32 bias: TFLM accumulates in int32; 16x8 FULLY_CONNECTED:
-    TFLM's float32 scale product; 16x8 MUL: 1 LSB), TFLM's are the oracle."""
-    from tflite_builder import Op, build, const, conv16_model, dense16_model, q, transpose_conv_model, write
+    TFLM (a 16x8 CONV_2D with an int32 bias: TFLM accumulates in int32; 16x8 MUL: 1 LSB), TFLM's
+    are the oracle. (The 16x8 FULLY_CONNECTED follows `tvmaot.arithmetic`: see the next test.)"""
+    from tflite_builder import Op, build, const, conv16_model, q, transpose_conv_model, write
 
     shape = (1, 6, 5, 8)
     models = {
@@ -494,8 +494,6 @@ def test_operators_litert_lacks_are_judged_by_tflm(tflm_home, mlonmcu, tmp_path)
         "conv_16x8_int32_bias": conv16_model("int32", stride=2, padding=1),
         "transpose_conv_16x8": transpose_conv_model(3, 2, 0, (8, 6), dtype="int16"),
         "transpose_conv_16x8_stride3": transpose_conv_model(2, 3, 1, (11, 8), dtype="int16"),
-        "fully_connected_16x8": dense16_model("int64"),
-        "fully_connected_16x8_int32_bias": dense16_model("int32"),
         "sum_channels": build(
             [q(shape, 0.04, -7), const(np.array([3], np.int32)), q((1, 6, 5), 0.2, -10)],
             [Op("SUM", [0, 1], [2], {"KeepDims": False}, "ReducerOptions", 2)],
@@ -520,13 +518,16 @@ def test_operators_litert_lacks_are_judged_by_tflm(tflm_home, mlonmcu, tmp_path)
 
 
 def test_arithmetic_tflm_reproduces_tflm(tflm_home, mlonmcu, tmp_path):
-    """tvmaot.arithmetic=tflm: where LiteRT and TFLM round differently (FULLY_CONNECTED, int8
-    LOGISTIC/TANH tables), TFLM's arithmetic — dtln (two LSTMs, FULLY_CONNECTED, LOGISTIC) is then
-    bit-exact with TFLM, with LiteRT's it is not."""
-    from tflite_builder import Op, build, q, write
+    """tvmaot.arithmetic=tflm: where LiteRT and TFLM round differently (FULLY_CONNECTED, also
+    16x8 — TFLM reduces the multiplier to 16 bits, LiteRT keeps 31 —, int8 LOGISTIC/TANH tables),
+    TFLM's arithmetic — dtln (two LSTMs, FULLY_CONNECTED, LOGISTIC) and the 16x8 FULLY_CONNECTEDs
+    are then bit-exact with TFLM, with LiteRT's they are not."""
+    from tflite_builder import Op, build, dense16_model, q, write
 
     shape = (1, 6, 5, 8)
     models = [tflm_model(tflm_home, "dtln_noise_suppression", tmp_path)]
+    for bias in ("int64", "int32"):
+        models.append(write(tmp_path, f"fully_connected_16x8_{bias}_bias", dense16_model(bias)))
     for op, scale, zero in (("LOGISTIC", 1 / 256, -128), ("TANH", 1 / 128, 0)):
         model = build([q(shape, 0.04, -7), q(shape, scale, zero)], [Op(op, [0], [1])], [0], [1])
         models.append(write(tmp_path, op.lower(), model))
@@ -538,3 +539,4 @@ def test_arithmetic_tflm_reproduces_tflm(tflm_home, mlonmcu, tmp_path):
     assert (tflm["Validation"] == "pass").all() and (tflm["Max Abs Error"] == 0).all(), tflm["Validation Detail"]
     litert = frame[frame.Config.str.contains("arithmetic=litert")].set_index("Model")
     assert litert.loc["dtln_noise_suppression", "Max Abs Error"] > 0  # the choice matters on this model
+    assert litert.loc["fully_connected_16x8_int64_bias", "Max Abs Error"] > 0  # and on the 16x8 FC
