@@ -12,8 +12,8 @@ throw-away virtual environment and run the script with that interpreter:
 The models are untrained (seeded random weights): coverage and exactness do not need trained
 weights, only the operators, shapes and quantization parameters real converters produce. Each is
 converted with full-integer quantization (a representative dataset of seeded random inputs):
-int8 interface by default, plus a float-interface variant (the converter's default interface)
-and a 16x8 variant (int16 activations) of one model. The files are written as DIR/NAME/NAME.tflite
+int8 interface and batch 1 by default, plus a float-interface variant (the converter's default
+interface), 16x8 variants (int16 activations) and dynamic-batch variants. The files are written as DIR/NAME/NAME.tflite
 and stay out of the repository.
 """
 
@@ -97,10 +97,13 @@ def attention_block() -> keras.Model:
 
 
 def upsampling() -> keras.Model:
+    """Nearest and bilinear upsampling (RESIZE_*; Keras 3's UpSampling2D converts to TILE,
+    which TFLite Micro lacks) of a strided convolution, concatenated with the input."""
     inputs = keras.Input((16, 16, 4))
     x = layers.Conv2D(8, 3, strides=2, padding="same", activation="relu")(inputs)
-    x = layers.UpSampling2D(2, interpolation="nearest")(x)
-    x = layers.Concatenate()([x, inputs])
+    nearest = layers.Resizing(16, 16, interpolation="nearest")(x)
+    bilinear = layers.Resizing(16, 16, interpolation="bilinear")(x)
+    x = layers.Concatenate()([nearest, bilinear, inputs])
     x = layers.Conv2D(4, 3, padding="same")(x)
     return keras.Model(inputs, x)
 
@@ -129,7 +132,10 @@ MODELS: dict[str, Callable[[], keras.Model]] = {
 }
 
 
-def convert(model: keras.Model, interface: str, activations: str = "int8") -> bytes:
+def convert(model: keras.Model, interface: str, activations: str = "int8", batch: int | None = 1) -> bytes:
+    """`batch`: the batch size the model is traced with, as MCU deployments fix it (TFLite Micro
+    has static shapes); None keeps Keras' dynamic batch, whose SHAPE → STRIDED_SLICE → PACK
+    chains the converter then leaves in front of every RESHAPE and attention head."""
     shape = (1, *model.input_shape[1:])
     rng = np.random.default_rng(0)
 
@@ -137,6 +143,10 @@ def convert(model: keras.Model, interface: str, activations: str = "int8") -> by
         for _ in range(32):
             yield [rng.uniform(-1.0, 1.0, shape).astype(np.float32)]
 
+    if batch is not None:
+        fixed = keras.models.clone_model(model, input_tensors=keras.Input(batch_shape=(batch, *model.input_shape[1:])))
+        fixed.set_weights(model.get_weights())
+        model = fixed
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.representative_dataset = representative
@@ -154,13 +164,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     keras.utils.set_random_seed(0)
-    variants = {name: (make, "int8", "int8") for name, make in MODELS.items()}
-    variants["keras_mobilenet_v2_float_io"] = (mobilenet_v2, "float", "int8")
-    variants["keras_resnet_skips_16x8"] = (resnet_skips, "int16", "int16")
-    for name, (make, interface, activations) in variants.items():
+    variants = {name: (make, "int8", "int8", 1) for name, make in MODELS.items()}
+    variants["keras_mobilenet_v2_float_io"] = (mobilenet_v2, "float", "int8", 1)
+    variants["keras_resnet_skips_16x8"] = (resnet_skips, "int16", "int16", 1)
+    variants["keras_efficientnet_like_16x8"] = (efficientnet_like, "int16", "int16", 1)
+    variants["keras_mobilenet_v1_dynamic_batch"] = (mobilenet_v1, "int8", "int8", None)
+    variants["keras_attention_dynamic_batch"] = (attention_block, "int8", "int8", None)
+    for name, (make, interface, activations, batch) in variants.items():
         target = args.out / name / f"{name}.tflite"
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(convert(make(), interface, activations))
+        target.write_bytes(convert(make(), interface, activations, batch))
         print(f"{target} ({target.stat().st_size} bytes)")
 
 

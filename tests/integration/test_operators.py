@@ -483,6 +483,35 @@ SHAPED = {
         ],
         Op("PADV2", [0, 1, 2], [3], {}, ""),
     ),
+    # float islands: what the converter cannot quantize stays float between DEQUANTIZE and QUANTIZE
+    # (Keras' LayerNormalization: MEAN → DEQUANTIZE → NEG → QUANTIZE)
+    "float_island_neg": (
+        [q((1, 16, 1), 0.04, -7), Tensor((1, 16, 1), "float32"), Tensor((1, 16, 1), "float32"), q((1, 16, 1), 0.04, 7)],
+        [Op("DEQUANTIZE", [0], [1]), Op("NEG", [1], [2]), Op("QUANTIZE", [2], [3])],
+    ),
+    "float_island_broadcast_add_relu6_exp": (
+        [
+            q(X, 0.04, -7),
+            q((1, 1, 5, 8), 0.05, 3),
+            Tensor(X, "float32"),
+            Tensor((1, 1, 5, 8), "float32"),
+            Tensor(X, "float32"),
+            Tensor(X, "float32"),
+            q(X, 403.5 / 255, -128),
+        ],
+        [
+            Op("DEQUANTIZE", [0], [2]),
+            Op("DEQUANTIZE", [1], [3]),
+            Op("ADD", [2, 3], [4], {"FusedActivationFunction": 3}, "AddOptions"),
+            Op("EXP", [4], [5]),
+            Op("QUANTIZE", [5], [6]),
+        ],
+    ),
+}
+FLOAT_OPS = {  # the cases with float operators; every other case is integer throughout
+    "float_interface": "DEQUANTIZE×1, QUANTIZE×1",
+    "float_island_neg": "DEQUANTIZE×1, NEG×1, QUANTIZE×1",
+    "float_island_broadcast_add_relu6_exp": "ADD×1, DEQUANTIZE×2, EXP×1, QUANTIZE×1",
 }
 
 
@@ -520,8 +549,7 @@ def test_operator_is_bit_exact_with_litert(operator_report, case):
     assert not row["Failing"], row["Reason"]
     assert row["Validation"] == "pass", row["Validation Detail"]
     assert row["Max Abs Error"] == 0
-    # only the conversions where a float interface meets the integer model are float
-    assert row["Float Ops"] == ("DEQUANTIZE×1, QUANTIZE×1" if case == "float_interface" else "none")
+    assert row["Float Ops"] == FLOAT_OPS.get(case, "none")
 
 
 def test_float_interface_rounds_ties_away_from_zero(integration_home: Path, tmp_path: Path):

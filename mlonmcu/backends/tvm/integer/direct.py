@@ -22,6 +22,7 @@ from mlonmcu.backends.tvm.integer import (
     conv16,
     deconv,
     elementwise,
+    islands,
     lut,
     lut16,
     matmul,
@@ -144,7 +145,9 @@ class DirectBuilder:
 
     def uncovered(self) -> list[str]:
         """The operators of the model with no handler at all (parameters are checked while building)."""
-        return sorted({op.op for op in self.graph.operators if op.op not in self.handlers})
+        return sorted(
+            {op.op for op in self.graph.operators if op.op not in self.handlers and not islands.takes(self, op)}
+        )
 
     def int8(self, op: Operator, tensor: Tensor | None, what: str) -> Tensor:
         return self.integer(op, tensor, what, ("int8",))
@@ -215,7 +218,7 @@ class DirectBuilder:
             with self.builder.dataflow():
                 try:
                     for op in self.graph.operators:
-                        result = self.handlers[op.op](op)
+                        result = islands.float_op(self, op) if islands.takes(self, op) else self.handlers[op.op](op)
                         results = result if isinstance(result, list) else [result]
                         for index, value in zip(op.outputs, results, strict=True):
                             self.values[index] = self.builder.emit(value)
