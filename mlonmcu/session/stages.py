@@ -362,6 +362,9 @@ def run(ctx: RunContext) -> RunResult:
         "target": target.name,
         "settings": target.run_settings(),
         "versions": ctx.versions(target),
+        # the printed bytes become arrays of the model's output types and shapes: two models can
+        # share one firmware (an elementwise model over 2×160×8 values and its twin over 2×80×16)
+        "outputs": [[t.dtype, list(t.shape)] for t in info.outputs],
     }
 
     def compute(out: Path) -> RunResult:

@@ -249,3 +249,22 @@ def test_float_lstm_runs_and_keeps_its_state(integration_home, mlonmcu, tmp_path
     frame = report(integration_home)
     assert (frame["Validation"] == "pass").all(), frame[["Model", "Validation Detail"]]
     assert (frame["Max Abs Error"] < 1e-5).all(), frame[["Model", "Max Abs Error"]]
+
+
+def test_one_firmware_for_two_shapes_gives_each_model_its_own_outputs(integration_home, mlonmcu, tmp_path):
+    """An elementwise model over 2×160×8 values and its twin over 2×80×16 (same scales, same
+    seeded samples) compile to the very same firmware and share its RUN; each must still get its
+    outputs in its own shape (TFLM's seanet LEAKY_RELU tests are such twins)."""
+    from tflite_builder import Op, build, q, write
+
+    models = [
+        write(tmp_path, name, build([q(shape, 0.04, -7), q(shape, 0.04, -7)], [Op("RELU", [0], [1])], [0], [1]))
+        for name, shape in (("relu_wide", (1, 2, 160, 8)), ("relu_deep", (1, 2, 80, 16)))
+    ]
+    code, output = mlonmcu("flow", "run", *models, "-b", "tvmaot", "-t", "spike", "-f", "validate", "-H", integration_home)
+    assert code == 0, output
+    frame = report(integration_home)
+    assert (frame["Validation"] == "pass").all(), frame[["Model", "Reason", "Validation Detail"]]
+    runs = integration_home / "sessions" / "latest" / "runs"
+    elves = [(runs / str(run) / "compile" / "firmware.elf").read_bytes() for run in frame["Run"]]
+    assert elves[0] == elves[1]  # the twins the test is about: one firmware
