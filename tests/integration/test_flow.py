@@ -261,7 +261,8 @@ def test_one_firmware_for_two_shapes_gives_each_model_its_own_outputs(integratio
         write(tmp_path, name, build([q(shape, 0.04, -7), q(shape, 0.04, -7)], [Op("RELU", [0], [1])], [0], [1]))
         for name, shape in (("relu_wide", (1, 2, 160, 8)), ("relu_deep", (1, 2, 80, 16)))
     ]
-    code, output = mlonmcu("flow", "run", *models, "-b", "tvmaot", "-t", "spike", "-f", "validate", "-H", integration_home)
+    args = ["flow", "run", *models, "-b", "tvmaot", "-t", "spike", "-f", "validate"]
+    code, output = mlonmcu(*args, "-H", integration_home)
     assert code == 0, output
     frame = report(integration_home)
     assert (frame["Validation"] == "pass").all(), frame[["Model", "Reason", "Validation Detail"]]
