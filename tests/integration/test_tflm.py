@@ -519,15 +519,21 @@ def test_operators_litert_lacks_are_judged_by_tflm(tflm_home, mlonmcu, tmp_path)
 
 def test_arithmetic_tflm_reproduces_tflm(tflm_home, mlonmcu, tmp_path):
     """tvmaot.arithmetic=tflm: where LiteRT and TFLM round differently (FULLY_CONNECTED, also
-    16x8 — TFLM reduces the multiplier to 16 bits, LiteRT keeps 31 —, int8 LOGISTIC/TANH tables),
-    TFLM's arithmetic — dtln (two LSTMs, FULLY_CONNECTED, LOGISTIC) and the 16x8 FULLY_CONNECTEDs
-    are then bit-exact with TFLM, with LiteRT's they are not."""
+    16x8 — TFLM reduces the multiplier to 16 bits, LiteRT keeps 31 —, int8 LOGISTIC/TANH tables,
+    SUB's scale ratios), TFLM's arithmetic — dtln (two LSTMs, FULLY_CONNECTED, LOGISTIC), the 16x8
+    FULLY_CONNECTEDs and a 16x8 SUB are then bit-exact with TFLM, with LiteRT's they are not."""
     from tflite_builder import Op, build, dense16_model, q, write
 
     shape = (1, 6, 5, 8)
     models = [tflm_model(tflm_home, "dtln_noise_suppression", tmp_path)]
     for bias in ("int64", "int32"):
         models.append(write(tmp_path, f"fully_connected_16x8_{bias}_bias", dense16_model(bias)))
+    # TFLM's SUB divides the scales in float32 (its ADD in double); these are seanet's sub1's
+    x, y, out = (1, 2, 22, 32), (32,), (1, 2, 22, 32)
+    scales = (0.0012579172616824508, 9.196187420457136e-06, 0.0009364741272293031)
+    tensors = [q(shape, scale, 0, "int16") for shape, scale in zip((x, y, out), scales, strict=True)]
+    sub = build(tensors, [Op("SUB", [0, 1], [2], {"FusedActivationFunction": 0}, "SubOptions", 3)], [0, 1], [2])
+    models.append(write(tmp_path, "sub_16x8", sub))
     for op, scale, zero in (("LOGISTIC", 1 / 256, -128), ("TANH", 1 / 128, 0)):
         model = build([q(shape, 0.04, -7), q(shape, scale, zero)], [Op(op, [0], [1])], [0], [1])
         models.append(write(tmp_path, op.lower(), model))
@@ -540,3 +546,4 @@ def test_arithmetic_tflm_reproduces_tflm(tflm_home, mlonmcu, tmp_path):
     litert = frame[frame.Config.str.contains("arithmetic=litert")].set_index("Model")
     assert litert.loc["dtln_noise_suppression", "Max Abs Error"] > 0  # the choice matters on this model
     assert litert.loc["fully_connected_16x8_int64_bias", "Max Abs Error"] > 0  # and on the 16x8 FC
+    assert litert.loc["sub_16x8", "Max Abs Error"] > 0  # and on SUB

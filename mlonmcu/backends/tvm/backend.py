@@ -37,7 +37,8 @@ class TvmAotBackend(Backend):
             str,
             "litert",
             "where LiteRT's reference kernels and TFLite Micro round differently (FULLY_CONNECTED, int8 "
-            "LOGISTIC/TANH), whose results to reproduce: litert or tflm (pair with validate.reference=tflm)",
+            "LOGISTIC/TANH, SUB's scale ratios), whose results to reproduce: litert or tflm "
+            "(pair with validate.reference=tflm)",
             choices=("litert", "tflm"),
         ),
         Option(
@@ -194,7 +195,7 @@ class TvmAotBackend(Backend):
             depthwise_pixels=self.opt("depthwise_pixels"),
             dense_block=self.opt("dense_block"),
             fc_requant=self.opt("arithmetic") if self.opt("fc_requant") == "auto" else self.opt("fc_requant"),
-            tables=self.opt("arithmetic"),
+            arithmetic=self.opt("arithmetic"),
             simd=simd,
         )
 

@@ -546,7 +546,9 @@ class DirectBuilder:
             kernel = elementwise.squared_difference_kernel(name, shapes, out_tensor.shape, a, b, out)
         else:
             subtract, dtype, simd = op.op == "SUB", out_tensor.dtype, self.schedule.simd
-            kernel = elementwise.add_kernel(name, shapes, out_tensor.shape, a, b, out, subtract, dtype, simd)
+            # TFLM's SUB divides the scales in float32, its ADD (and LiteRT's both) in double
+            single = subtract and self.schedule.arithmetic == "tflm"
+            kernel = elementwise.add_kernel(name, shapes, out_tensor.shape, a, b, out, subtract, dtype, simd, single)
         return self.call(Lowered(None, op.op, kernel, args, out_tensor.shape, dtype=out_tensor.dtype))
 
     def _relu(self, op: Operator) -> Any:
@@ -605,7 +607,7 @@ class DirectBuilder:
                 raise NotCovered(op, "an output scale TFLite refuses (its multiplier would shift left)")
         elif op.op in ("RSQRT", "ABS"):
             table = (lut.rsqrt_table if op.op == "RSQRT" else lut.abs_table)(*scales)
-        elif op.op in ("LOGISTIC", "TANH") and self.schedule.tables == "tflm":
+        elif op.op in ("LOGISTIC", "TANH") and self.schedule.arithmetic == "tflm":
             expected = (1 / 256, -128) if op.op == "LOGISTIC" else (1 / 128, 0)
             if (out_tensor.scalar_scale, out_tensor.scalar_zero_point) != (np.float32(expected[0]), expected[1]):
                 raise NotCovered(

@@ -35,9 +35,16 @@ def _flat(shape: tuple[int, ...]) -> int:
 
 
 def add_params(
-    a: Quantized, b: Quantized, out: Output, left_shift: int = ADD_LEFT_SHIFT
+    a: Quantized, b: Quantized, out: Output, left_shift: int = ADD_LEFT_SHIFT, single: bool = False
 ) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
-    """TFLite ADD's three (multiplier, shift) pairs; scales are float32, ratios in double."""
+    """TFLite ADD's three (multiplier, shift) pairs; scales are float32, ratios in double —
+    `single`: in float32, as TFLM's SUB computes them."""
+    if single:
+        fa, fb, fo = (np.float32(s) for s in (a.scalar_scale, b.scalar_scale, out.scale))
+        twice = np.float32(2) * max(fa, fb)
+        ratios = (fa / twice, fb / twice, twice / (np.float32(1 << left_shift) * fo))
+        ma, mb, mo = (quantize_multiplier(float(r)) for r in ratios)
+        return ma, mb, mo
     sa, sb, so = (float(np.float32(s)) for s in (a.scalar_scale, b.scalar_scale, out.scale))
     twice_max = 2.0 * max(sa, sb)
     return (
@@ -162,12 +169,13 @@ def add_kernel(
     subtract: bool = False,
     dtype: str = "int8",
     simd: str = "auto",
+    single: bool = False,
 ) -> Any:
     """TFLite ADD / SUB: both inputs scaled by 2^20 (int16: 2^15, TFLite's general int16 path) and
-    to the larger scale, then requantized. With int8 inputs of one shape, DSP, MVE and RVV variants
-    as `simd` (patterns.Schedule) allows: templates/tvmaot/mlonmcu_{dsp,mve,rvv}.h."""
+    to the larger scale, then requantized (`single`: add_params'). With int8 inputs of one shape,
+    DSP, MVE and RVV variants as `simd` (patterns.Schedule) allows: templates/tvmaot/mlonmcu_{dsp,mve,rvv}.h."""
     left_shift = ADD_LEFT_SHIFT if dtype == "int8" else ADD16_LEFT_SHIFT
-    (ma, sa), (mb, sb), (mo, so) = add_params(a, b, out, left_shift)
+    (ma, sa), (mb, sb), (mo, so) = add_params(a, b, out, left_shift, single)
 
     def scalar(xa: Any, xb: Any) -> Any:
         va = local((xa - a.scalar_zero_point) * (1 << left_shift), "int32")

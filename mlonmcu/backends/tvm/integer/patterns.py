@@ -52,7 +52,9 @@ class Schedule:
     depthwise_pixels: int = 0
     dense_block: int = 8
     fc_requant: str = "litert"  # FULLY_CONNECTED rounding: "litert" (reference kernels) or "tflm"
-    tables: str = "litert"  # int8 LOGISTIC/TANH: LiteRT's float32 tables or TFLM's fixed point
+    # where else LiteRT and TFLM differ: int8 LOGISTIC/TANH tables (LiteRT float32, TFLM fixed point)
+    # and SUB's scale ratios (LiteRT double, TFLM float32)
+    arithmetic: str = "litert"
     # SIMD variants the compiler takes where the core has them (integer/dsp.py, integer/rvv.py,
     # integer/mve.py): auto = those that cost other cores nothing, dsp = Arm DSP convolutions too,
     # rvv = conv weights in blocks as wide as the vector lanes, mve = weights as rows of input
