@@ -15,7 +15,7 @@ import flatbuffers
 import numpy as np
 import tflite
 
-TYPES = {"float32": 0, "int32": 2, "uint8": 3, "int64": 4, "int16": 7, "int8": 9}
+TYPES = {"float32": 0, "int32": 2, "uint8": 3, "int64": 4, "int16": 7, "int8": 9, "uint64": 12}
 
 
 @dataclass

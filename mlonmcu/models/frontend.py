@@ -10,6 +10,7 @@ import numpy as np
 from mlonmcu.contracts import ModelInfo, TensorInfo
 from mlonmcu.errors import ModelError
 from mlonmcu.models.tflite_graph import DTYPES as _DTYPES
+from mlonmcu.models.tflite_graph import dtype_of as _dtype_of
 from mlonmcu.models.tflite_graph import op_names as _op_names
 from mlonmcu.models.tflite_graph import text as _text
 from mlonmcu.plugin import Plugin
@@ -23,12 +24,10 @@ def _tensor(subgraph: Any, index: int) -> TensorInfo:
     if quant is not None and quant.ScaleLength():
         scale = tuple(float(s) for s in quant.ScaleAsNumpy())
         zero = tuple(int(z) for z in quant.ZeroPointAsNumpy()) if quant.ZeroPointLength() else (0,) * len(scale)
-    code = tensor.Type()
     name = _text(tensor.Name()) or f"tensor{index}"
-    if code not in _DTYPES:
-        raise ModelError(f"tensor '{name}' has unsupported TFLite type {code}")
+    dtype = _dtype_of(tensor.Type(), name)
     shape = tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength() else ()
-    return TensorInfo(name, shape, _DTYPES[code], scale, zero)
+    return TensorInfo(name, shape, dtype, scale, zero)
 
 
 def _macs(op: str, subgraph: Any, operator: Any) -> int:

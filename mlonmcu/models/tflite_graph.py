@@ -31,6 +31,19 @@ DTYPES = {
 }
 
 
+# the TFLite types neither backend takes, by their schema names (for the error)
+UNSUPPORTED_TYPES = {5: "STRING", 8: "COMPLEX64", 11: "COMPLEX128", 12: "UINT64", 13: "RESOURCE", 14: "VARIANT"}
+UNSUPPORTED_TYPES |= {17: "INT4", 18: "BFLOAT16"}
+
+
+def dtype_of(code: int, name: str) -> str:
+    """The numpy dtype of a TFLite tensor type, or a ModelError naming the type."""
+    if code not in DTYPES:
+        kind = f"{UNSUPPORTED_TYPES[code]} ({code})" if code in UNSUPPORTED_TYPES else f"{code}, unknown to this reader"
+        raise ModelError(f"tensor '{name}' has TFLite type {kind}, which mlonmcu does not support")
+    return DTYPES[code]
+
+
 def text(value: bytes | None) -> str:
     """Flatbuffer strings are optional: a missing name, description or custom code is ""."""
     return value.decode("utf-8", errors="replace") if value else ""
@@ -132,10 +145,7 @@ def _options(operator: Any, classes: dict[int, str]) -> dict[str, Any]:
 def _tensor(model: Any, subgraph: Any, index: int) -> Tensor:
     tensor = subgraph.Tensors(index)
     name = text(tensor.Name()) or f"tensor{index}"
-    code = tensor.Type()
-    if code not in DTYPES:
-        raise ModelError(f"tensor '{name}' has unsupported TFLite type {code}")
-    dtype = DTYPES[code]
+    dtype = dtype_of(tensor.Type(), name)
     shape = tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength() else ()
     quant = tensor.Quantization()
     scale, zero, axis = np.zeros(0, np.float32), np.zeros(0, np.int64), 0

@@ -144,3 +144,21 @@ def test_broken_quantization_is_named_before_any_backend_tries(tmp_path):
     assert "re-convert the model" in message
     fine = write(tmp_path, "fine", build([q((1, 8), 0.05, 0), q((1, 8), 0.05, 0)], [Op("RELU", [0], [1])], [0], [1]))
     assert unrunnable_message(read_graph(fine), "tvmaot") == ""
+
+
+def test_a_tensor_type_neither_backend_takes_is_named(tmp_path):
+    """TFLM's audio preprocessors carry uint64 tensors (its Signal library's custom operators):
+    the error names the type by the schema's name, on the LOAD side and in the graph reader."""
+    import re
+
+    from tflite_builder import Op, Tensor, build, write
+
+    from mlonmcu.models.tflite_graph import read_graph
+
+    tensors = [Tensor((4,), "uint64"), Tensor((4,), "uint64")]
+    model = write(tmp_path, "wide", build(tensors, [Op("ABS", [0], [1])], [0], [1]))
+    expected = re.escape("tensor 't0' has TFLite type UINT64 (12), which mlonmcu does not support")
+    with pytest.raises(ModelError, match=expected):
+        TfliteFrontend().describe(model)
+    with pytest.raises(ModelError, match=expected):
+        read_graph(model)
