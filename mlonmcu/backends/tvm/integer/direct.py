@@ -143,11 +143,15 @@ class DirectBuilder:
 
     # -- checks ----------------------------------------------------------------------------------
 
+    def handler(self, op: Operator) -> Callable[[Operator], Any] | None:
+        """What builds `op`: its float-island operator, else its integer handler (None: none)."""
+        if islands.takes(self, op):
+            return functools.partial(islands.float_op, self)
+        return self.handlers.get(op.op)
+
     def uncovered(self) -> list[str]:
         """The operators of the model with no handler at all (parameters are checked while building)."""
-        return sorted(
-            {op.op for op in self.graph.operators if op.op not in self.handlers and not islands.takes(self, op)}
-        )
+        return sorted({op.op for op in self.graph.operators if self.handler(op) is None})
 
     def int8(self, op: Operator, tensor: Tensor | None, what: str) -> Tensor:
         return self.integer(op, tensor, what, ("int8",))
@@ -218,7 +222,9 @@ class DirectBuilder:
             with self.builder.dataflow():
                 try:
                     for op in self.graph.operators:
-                        result = islands.float_op(self, op) if islands.takes(self, op) else self.handlers[op.op](op)
+                        build = self.handler(op)
+                        assert build is not None  # uncovered() checked
+                        result = build(op)
                         results = result if isinstance(result, list) else [result]
                         for index, value in zip(op.outputs, results, strict=True):
                             self.values[index] = self.builder.emit(value)

@@ -39,18 +39,13 @@ def add_params(
 ) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
     """TFLite ADD's three (multiplier, shift) pairs; scales are float32, ratios in double —
     `single`: in float32, as TFLM's SUB computes them."""
-    if single:
-        fa, fb, fo = (np.float32(s) for s in (a.scalar_scale, b.scalar_scale, out.scale))
-        twice = np.float32(2) * max(fa, fb)
-        ratios = (fa / twice, fb / twice, twice / (np.float32(1 << left_shift) * fo))
-        ma, mb, mo = (quantize_multiplier(float(r)) for r in ratios)
-        return ma, mb, mo
-    sa, sb, so = (float(np.float32(s)) for s in (a.scalar_scale, b.scalar_scale, out.scale))
-    twice_max = 2.0 * max(sa, sb)
+    real = np.float32 if single else np.float64
+    sa, sb, so = (real(np.float32(s)) for s in (a.scalar_scale, b.scalar_scale, out.scale))
+    twice_max = real(2) * max(sa, sb)
     return (
-        quantize_multiplier(sa / twice_max),
-        quantize_multiplier(sb / twice_max),
-        quantize_multiplier(twice_max / ((1 << left_shift) * so)),
+        quantize_multiplier(float(sa / twice_max)),
+        quantize_multiplier(float(sb / twice_max)),
+        quantize_multiplier(float(twice_max / (real(1 << left_shift) * so))),
     )
 
 
