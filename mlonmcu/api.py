@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -74,12 +74,23 @@ def _config_values(config: Iterable[str] | Mapping[str, Any] | None) -> dict[str
     return parse_assignments(config)
 
 
+Outputs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None  # `-o`, given once or several times
+
+
 def check_output(output: str | os.PathLike[str]) -> Path:
     path = Path(output)
     if path.suffix.lower() not in FORMATS:
         raise ConfigError(f"cannot write report '{output}': use one of {', '.join(FORMATS)}")
     check_writable(path)
     return path
+
+
+def check_outputs(output: Outputs) -> tuple[Path, ...]:
+    """Every report file asked for, each checked (format, writable) before any run."""
+    if output is None:
+        return ()
+    given = [output] if isinstance(output, str | os.PathLike) else list(output)
+    return tuple(dict.fromkeys(check_output(o) for o in given))
 
 
 def open_store(env: Environment, db: str | None = None) -> ResultsStore:
@@ -98,7 +109,7 @@ class _Launch:
     parallel: int
     scheduler: str | None
     verbosity: int
-    out: Path | None
+    out: tuple[Path, ...]  # the report files (-o), each written when the session ends
     db: str | None
     recorder: Recorder  # opens the store while the session plans; records it when it ends
     client: Any = None  # the Dask client connected while checking, handed to the session's executor
@@ -112,10 +123,11 @@ class _Launch:
         parallel: int,
         scheduler: str | None,
         verbosity: int,
-        output: str | os.PathLike[str] | None,
+        output: Outputs,
         db: str | None,
     ) -> _Launch:
-        out = check_output(output) if output else None
+        env.check_writable()
+        out = check_outputs(output)
         kind = resolve_kind(executor, parallel, scheduler)
         recorder = Recorder.take()
         try:
@@ -174,8 +186,8 @@ class _Launch:
             store_error = self._record(session)
             self.recorder.close()
         result = FlowResult(session, specs, rows, store_error=store_error)
-        if self.out is not None:
-            export(result.report, self.out)
+        for path in self.out:
+            export(result.report, path)
         if session.interrupted_by is not None:
             raise FlowInterrupted(session.interrupted_by, result)
         return result
@@ -225,7 +237,7 @@ def flow(
     executor: str = "auto",
     scheduler: str | None = None,
     use_cache: bool = True,
-    output: str | os.PathLike[str] | None = None,
+    output: Outputs = None,
     db: str | None = None,
     verbosity: int = 0,
     on_planned: Callable[[list[RunSpec]], None] | None = None,
@@ -269,7 +281,7 @@ def sweep(
     executor: str = "auto",
     scheduler: str | None = None,
     use_cache: bool = True,
-    output: str | os.PathLike[str] | None = None,
+    output: Outputs = None,
     db: str | None = None,
     yes: bool = False,
     thresholds: Mapping[str, float] | None = None,
@@ -336,7 +348,7 @@ def resume(
     parallel: int = 1,
     executor: str = "auto",
     scheduler: str | None = None,
-    output: str | os.PathLike[str] | None = None,
+    output: Outputs = None,
     db: str | None = None,
     thresholds: Mapping[str, float] | None = None,
     verbosity: int = 0,

@@ -33,8 +33,24 @@ def disk_full(path: Path) -> DiskFull:
     return DiskFull(f"no space left on device writing {path} ({left}); free some space and run again")
 
 
+FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
 def is_disk_full(err: BaseException) -> bool:
-    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
+    """ENOSPC or EDQUOT, also inside a shutil.Error: copytree gathers each file's error into one
+    list of (source, destination, message), which names the errno only in its text."""
+    if isinstance(err, shutil.Error):
+        return any(_full_message(entry) for entry in _copy_errors(err))
+    return isinstance(err, OSError) and err.errno in FULL
+
+
+def _copy_errors(err: shutil.Error) -> list[object]:
+    entries = err.args[0] if err.args and isinstance(err.args[0], list) else list(err.args)
+    return [entry[-1] if isinstance(entry, tuple) and entry else entry for entry in entries]
+
+
+def _full_message(message: object) -> bool:
+    return any(f"[Errno {code}]" in str(message) for code in FULL)
 
 
 def write_with(path: Path, writer: Callable[[Path], object]) -> Path:

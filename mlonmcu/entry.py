@@ -195,7 +195,7 @@ class Entry:
         except OSError as err:
             shutil.rmtree(staging, ignore_errors=True)
             if is_disk_full(err):
-                raise disk_full(staging) from None
+                raise disk_full(self.path) from None  # the entry being made, not its staging name
             raise
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)

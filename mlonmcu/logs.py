@@ -31,6 +31,39 @@ class _Console(logging.StreamHandler):
         super().emit(record)
 
 
+class _SessionFile(logging.FileHandler):
+    """The session's mlonmcu.log. A write it cannot make (a full disk) stops it with one line on
+    the terminal, instead of logging's `--- Logging error ---` traceback for every later record:
+    the error that matters (which file, how much space) is reported where it happened."""
+
+    stopped = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.stopped:
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        err = sys.exc_info()[1]
+        if not isinstance(err, OSError):
+            super().handleError(record)
+            return
+        self._stop(err)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError as err:  # the buffered tail could not be flushed
+            self.stream = None
+            self._stop(err)
+            logging.Handler.close(self)
+
+    def _stop(self, err: OSError) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        print(f"warning: session log {self.baseFilename} not written further: {err.strerror or err}", file=sys.stderr)
+
+
 def level_for(verbosity: int) -> int:
     """-q → -1, default 0, -v → 1, -vv → 2."""
     return {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
@@ -60,7 +93,7 @@ def session_log(path: Path | None, level: int = logging.INFO) -> Iterator[None]:
         yield  # the session already logs there (runs in the orchestrator's own process)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler = _SessionFile(path, encoding="utf-8")
     handler.setLevel(level)
     handler.setFormatter(logging.Formatter(FILE_FORMAT))
     logger.addHandler(handler)

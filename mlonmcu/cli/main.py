@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gc
 import shlex
 import sys
@@ -16,6 +17,8 @@ from mlonmcu.results import recorder
 
 EXIT_FAILED_RUNS = 1
 EXIT_USAGE = 2
+# a file or folder mlonmcu must write is not writable (read-only ~/.local, a root-owned HOME)
+UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -74,6 +77,15 @@ class Cli(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
+        except OSError as err:
+            if err.errno not in UNWRITABLE:
+                raise
+            click.echo(
+                f"error: cannot write {err.filename or 'a file'}: {err.strerror or err}; make it writable, or "
+                "choose another HOME with `-H DIR --create` or $MLONMCU_HOME",
+                err=True,
+            )
+            sys.exit(EXIT_USAGE)
 
 
 @click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -277,12 +289,17 @@ def output_option(func: F) -> F:
         "-o",
         "--output",
         type=click.Path(dir_okay=False),
-        default=None,
-        help="also write the report here: .csv, .xlsx, .md, .json or .html (checked before any run)",
+        multiple=True,
+        help="also write the report here: .csv, .xlsx, .md, .json or .html (checked before any run; "
+        "give it again for more files)",
     )(func)
 
 
-def _report_session(call: Callable[..., Any], output: str | None, quiet: bool = False) -> Any:
+def _also(output: tuple[str, ...]) -> str:
+    return "".join(f" and {o}" for o in dict.fromkeys(output))
+
+
+def _report_session(call: Callable[..., Any], output: tuple[str, ...], quiet: bool = False) -> Any:
     """Run a session with progress, print its table; exit 1 on failed runs, 130/143 when interrupted."""
     from mlonmcu import api
     from mlonmcu.cli.output import RunProgress, print_table
@@ -301,7 +318,7 @@ def _report_session(call: Callable[..., Any], output: str | None, quiet: bool = 
         click.echo(
             f"interrupted by signal {stop.signum}: {finished} of {len(partial.rows)} runs finished; "
             f"report: {partial.session.report_path}"
-            + (f" and {output}" if output else "")
+            + _also(output)
             + f"; finish it with `mlonmcu sweep resume {partial.session.id}`",
             err=True,
         )
@@ -313,7 +330,7 @@ def _report_session(call: Callable[..., Any], output: str | None, quiet: bool = 
         click.echo(f"error: {result.session.report_error}", err=True)
     if result.store_error:
         click.echo(f"error: results store: {result.store_error}", err=True)
-    click.echo(f"report: {result.session.report_path}" + (f" and {output}" if output else ""))
+    click.echo(f"report: {result.session.report_path}" + _also(output))
     if result.comparison is not None:
         _print_comparison(result.comparison)
     elif result.comparison_note:
@@ -402,7 +419,7 @@ def _flow_command(stage: str) -> click.Command:
         executor: str,
         scheduler: str | None,
         label: str,
-        output: str | None,
+        output: tuple[str, ...],
         no_cache: bool,
         db: str | None,
         resume_id: str | None,

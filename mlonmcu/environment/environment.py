@@ -11,7 +11,7 @@ import yaml
 
 from mlonmcu.config import closest
 from mlonmcu.data import bundled_models_dir
-from mlonmcu.environment.home import DEFAULT_TEMPLATE, ENV_FILE, init_home, resolve_home
+from mlonmcu.environment.home import DEFAULT_TEMPLATE, ENV_FILE, init_home, resolve_home, unwritable_home
 from mlonmcu.errors import ConfigError
 
 BUNDLED = "@bundled"
@@ -63,6 +63,18 @@ class Environment:
         except yaml.YAMLError as err:
             raise ConfigError(f"{path} is not valid YAML: {err}") from None
         return cls.from_dict(data, root)
+
+    def check_writable(self) -> None:
+        """A session writes its sessions and cache folders: an unwritable HOME is a usage error
+        before any run, naming the folder (a read-only mount, a HOME owned by someone else)."""
+        for directory in (self.sessions_dir, self.cache_dir):
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                probe = directory / f".probe-{os.getpid()}"
+                probe.write_bytes(b"")
+                probe.unlink()
+            except OSError as err:
+                raise ConfigError(unwritable_home(self.home, err)) from None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], home: Path) -> Environment:

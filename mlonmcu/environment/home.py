@@ -50,6 +50,18 @@ def init_home(home: Path, template: str = DEFAULT_TEMPLATE, force: bool = False)
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists (use --force to overwrite it)")
     text = render_template(template)
-    home.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(unwritable_home(home, err)) from None
     return path
+
+
+def unwritable_home(home: Path, err: OSError) -> str:
+    """Why HOME cannot be written, and where to put one instead (a read-only ~/.local, a full disk)."""
+    where = f" ({err.filename})" if err.filename and Path(err.filename) != home else ""
+    return (
+        f"cannot write the mlonmcu HOME {home}: {err.strerror or err}{where}; choose a writable one with "
+        "`-H DIR --create`, $MLONMCU_HOME or $XDG_DATA_HOME"
+    )

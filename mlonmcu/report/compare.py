@@ -17,7 +17,7 @@ import pandas as pd
 
 from mlonmcu.errors import ConfigError
 from mlonmcu.report import columns as col
-from mlonmcu.report.report import records, truthy
+from mlonmcu.report.report import markdown_table, markdown_text, records, truthy
 from mlonmcu.results.identity import IDENTITY, describe, identity
 
 WALLCLOCK = {col.RUN_TIME: col.RUN_TIME_MIN}  # metric → the column it is compared on
@@ -107,24 +107,24 @@ class Comparison:
     def markdown(self) -> str:
         """A summary for a CI job summary or a pull-request comment."""
         lines = [
-            f"## mlonmcu compare: {self.base} → {self.new}",
+            f"## mlonmcu compare: {markdown_text(self.base)} → {markdown_text(self.new)}",
             "",
             f"**{self.verdict()}** — {self.common} run(s) in common, "
             f"{len(self.regressions)} regression(s), {len(self.improvements)} improvement(s).",
             "",
         ]
         if not self.events.empty:
-            lines += ["### Changes", "", self.events.to_markdown(index=False), ""]
+            lines += ["### Changes", "", markdown_table(self.events), ""]
         changed = (
             self.table[self.table["Status"].isin([REGRESSED, IMPROVED, WITHIN])] if not self.table.empty else self.table
         )
         if not changed.empty:
-            lines += ["### Metrics that changed", "", _fmt(changed).to_markdown(index=False), ""]
+            lines += ["### Metrics that changed", "", markdown_table(_fmt(changed)), ""]
         if not self.table.empty:
             lines += [
                 "<details><summary>All compared metrics</summary>",
                 "",
-                _fmt(self.table).to_markdown(index=False),
+                markdown_table(_fmt(self.table)),
                 "",
                 "</details>",
                 "",

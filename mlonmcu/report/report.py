@@ -149,6 +149,25 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+
+
+def markdown_text(value: Any) -> Any:
+    """Text as Markdown shows it literally: a model name or label is data, never markup or HTML
+    (`<img onerror=...>` stays text, a `|` does not split the table's cell)."""
+    if not isinstance(value, str):
+        return value
+    text = MARKDOWN_SPECIAL.sub(r"\\\1", value.replace("&", "&amp;"))
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A pipe table whose headers and text cells are escaped (:func:`markdown_text`)."""
+    escaped = frame.map(markdown_text)
+    escaped.columns = [markdown_text(str(c)) for c in frame.columns]
+    return str(escaped.to_markdown(index=False))
+
+
 def export(frame: pd.DataFrame, path: Path) -> Path:
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
@@ -159,7 +178,7 @@ def export(frame: pd.DataFrame, path: Path) -> Path:
     if suffix == ".xlsx":
         return write_with(path, lambda tmp: _write_xlsx(frame, tmp))
     if suffix == ".md":
-        return write_text(path, frame.to_markdown(index=False) + "\n")
+        return write_text(path, markdown_table(frame) + "\n")
     if suffix == ".json":
         return write_text(path, frame.to_json(orient="records", indent=1) or "[]")
     return write_text(path, frame.to_html(index=False, na_rep=""))

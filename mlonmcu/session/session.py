@@ -46,6 +46,7 @@ REPORT_FILE = "report.csv"
 LOCK_NAME = "lock"  # Entry(sessions/<id>/lock) → sessions/<id>/.lock
 NEXT_ID_FILE = ".next-id"
 STOP_GRACE = 15.0  # seconds running runs get to stop their simulators and write what they have
+RETRIES_AFTER_LOST_WORKER = 1  # a run whose worker process died runs once more (a crash twice is the run's)
 
 logger = logging.getLogger("mlonmcu.session")
 
@@ -220,7 +221,7 @@ class Session:
 
 class _Runner:
     """Hands the specs to an executor and the outcomes back as they finish. A process pool whose
-    worker died is replaced: the run that worker had is `worker lost`, the rest run elsewhere."""
+    worker died is replaced: the run that worker had runs once more, the rest run elsewhere."""
 
     def __init__(
         self, specs: list[RunSpec], factory: Callable[[], Executor], finished: Callable[[RunOutcome], None]
@@ -230,6 +231,7 @@ class _Runner:
         self.finished = finished
         self.executor: Executor | None = None
         self.futures: dict[Future[RunOutcome], RunSpec] = {}
+        self.lost: dict[int, int] = {}  # run → how often its worker died under it
 
     def _done(self, spec: RunSpec, outcome: RunOutcome) -> None:
         self.pending.pop(spec.run, None)
@@ -294,15 +296,24 @@ class _Runner:
         self._done(spec, outcome)
 
     def _recover_from_dead_worker(self, give_up: bool) -> None:
-        """Runs whose worker died (the pool is gone; their `.running` marker is left) are `worker lost`."""
+        """A run whose worker died (the pool is gone; its `.running` marker is left) runs once more
+        in the new pool (the cache keeps that cheap: its finished stages are restored); a second
+        death, or a pool that keeps breaking, makes it `worker lost`."""
         for spec in list(self.pending.values()):
             marker = spec.run_dir / RUNNING_FILE
             pid = _marker_pid(marker)
-            if give_up or (pid is not None and not _alive(pid)):
-                reason = f"{WORKER_LOST}: its worker process (pid {pid}) died" if pid else WORKER_LOST
-                logger.warning("run %d: %s", spec.run, reason)
-                marker.unlink(missing_ok=True)
-                self._done(spec, RunOutcome(failed_row(spec, reason), []))
+            if not (give_up or (pid is not None and not _alive(pid))):
+                continue
+            marker.unlink(missing_ok=True)
+            self.lost[spec.run] = self.lost.get(spec.run, 0) + 1
+            died = f"its worker process (pid {pid}) died" if pid else "its worker process died"
+            if not give_up and self.lost[spec.run] <= RETRIES_AFTER_LOST_WORKER:
+                logger.warning("run %d: %s; running it again", spec.run, died)
+                continue
+            times = f" ({self.lost[spec.run]} times)" if self.lost[spec.run] > 1 else ""
+            reason = f"{WORKER_LOST}: {died}{times}"
+            logger.warning("run %d: %s", spec.run, reason)
+            self._done(spec, RunOutcome(failed_row(spec, reason), []))
         if self.pending:
             logger.warning("a worker process died: restarting the pool for %d run(s)", len(self.pending))
 

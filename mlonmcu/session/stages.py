@@ -436,7 +436,7 @@ def cached_stages(spec: RunSpec) -> list[str]:
     Keys chain on the previous stage's file digests, so this follows the chain through the
     entries' manifests exactly as a run would (damage is only found when a run verifies them).
     """
-    if spec.missing:
+    if spec.missing or not spec.use_cache:  # --no-cache recomputes every stage: nothing is restored
         return []
     try:
         ctx = RunContext.create(spec)

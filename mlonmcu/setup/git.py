@@ -119,11 +119,17 @@ class GitComponent(DirectoryComponent):
             try:
                 origin.fetch(ref, depth=1)
                 revision = "FETCH_HEAD"
-            except GitCommandError:  # servers that refuse shallow fetches of a commit: fetch all
-                logger.info("%s: shallow fetch of %s refused; fetching everything", self.name, ref)
-                origin.fetch()
-                origin.fetch("+refs/tags/*:refs/tags/*")
-                revision = ref
+            except GitCommandError:
+                tracking = _tracking_branch(repo, url, ref)
+                if tracking:  # a clone of a fork or mirror: the branch is only origin/REF there
+                    logger.info("%s: %s is the remote-tracking branch %s in %s", self.name, ref, tracking, url)
+                    origin.fetch(tracking, depth=1)
+                    revision = "FETCH_HEAD"
+                else:  # servers that refuse shallow fetches of a commit: fetch all
+                    logger.info("%s: shallow fetch of %s refused; fetching everything", self.name, ref)
+                    origin.fetch()
+                    origin.fetch("+refs/tags/*:refs/tags/*")
+                    revision = ref
             repo.git.checkout("--force", revision)
             (staging / STAMP).write_text(yaml.safe_dump({"url": url, "ref": ref, "commit": repo.head.commit.hexsha}))
             with log.open("a") as fh:
@@ -134,6 +140,25 @@ class GitComponent(DirectoryComponent):
             raise SetupError(
                 f"{self.name}: cannot check out {ref} from {url}: {detail[-1] if detail else err}"
             ) from None
+
+
+def _tracking_branch(repo: Any, url: str, ref: str) -> str | None:
+    """The full name of `refs/remotes/R/REF` in the source, as `git checkout REF` there would take it:
+    R is origin when several remotes have it, else the only one (None when there is none)."""
+    from git import GitCommandError
+
+    try:
+        listing = repo.git.ls_remote(url)
+    except GitCommandError:
+        return None
+    found = [
+        name
+        for name in (line.split("\t", 1)[-1] for line in listing.splitlines())
+        if name.startswith("refs/remotes/") and name.count("/") >= 3 and name.split("/", 3)[3] == ref
+    ]
+    if len(found) == 1:
+        return found[0]
+    return next((name for name in found if name == f"refs/remotes/origin/{ref}"), None)
 
 
 def _describe(path: Path, ref: str) -> str:

@@ -15,17 +15,26 @@ pytestmark = [pytest.mark.integration, pytest.mark.faults]
 RUN = ("flow", "run", "kws_dscnn", "-b", "tvmaot", "-t", "spike", "-f", "validate")
 
 
-@pytest.fixture
-def small_disk(tmp_path):
+def _tmpfs(tmp_path: Path, size: str):
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "disk"
+    mount = tmp_path / f"disk-{size}"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    yield from _tmpfs(tmp_path, "24m")
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    yield from _tmpfs(tmp_path, "400k")
 
 
 def fill(directory: Path, leave: int) -> Path:
@@ -66,3 +75,15 @@ def test_full_disk(fault_home, small_disk):
     code, output = run_cli(*RUN, "-H", home)
     assert code == 0, output
     assert report(home)["Validation"].tolist() == ["pass"]
+
+
+def test_disk_fills_while_caching_a_build(fault_home, tiny_disk):
+    """BUILD's outputs copied into the cache (a shutil.Error gathering every file's ENOSPC) are
+    a full disk in HOME/cache, not an internal error; the log's later writes print no traceback."""
+    home = tiny_disk / "home"
+    home.mkdir()
+    (home / "environment.yml").write_text((fault_home / "environment.yml").read_text())
+    code, output = run_cli("flow", "run", "kws_dscnn", "-b", "tvmaot", "-t", "host_x86", "-H", home)
+    assert code == 1, output
+    assert "internal error" not in output and "Traceback" not in output and "Logging error" not in output, output
+    assert "no space left on device writing" in output and str(home / "cache") in output, output

@@ -79,7 +79,7 @@ def test_bundled_int8_and_fp32_on_spike_qemu_and_host(integration_home, mlonmcu)
     assert "spike" in (run_dir / "run.yml").read_text()
 
 
-def test_second_session_reuses_the_cache(integration_home, mlonmcu):
+def test_second_session_reuses_the_cache(integration_home, mlonmcu, tmp_path):
     args = [
         "flow",
         "run",
@@ -95,11 +95,37 @@ def test_second_session_reuses_the_cache(integration_home, mlonmcu):
     ]
     assert mlonmcu(*args)[0] == 0
     first = report(integration_home).iloc[0]
-    assert mlonmcu(*args)[0] == 0
+    outputs = [tmp_path / "r.csv", tmp_path / "r.md", tmp_path / "r.json"]
+    code, output = mlonmcu(*args, "--label", INJECTED, *(a for o in outputs for a in ("-o", o)))
+    assert code == 0, output
     second = report(integration_home).iloc[0]
     assert second["Cached Stages"] == "load,build,compile,run"
     assert second["Run Instructions"] == first["Run Instructions"]
     assert second["Session"] == first["Session"] + 1
+    for path in outputs:  # every -o is written, not just the last
+        assert path.is_file() and str(path) in output, path
+    assert pd.read_csv(outputs[0])["Label"].tolist() == [INJECTED]
+    assert pd.read_json(outputs[2])["Run Instructions"].tolist() == [first["Run Instructions"]]
+    assert "<img" not in render_markdown(outputs[1].read_text())  # the label is text, not HTML
+
+
+INJECTED = "<img src=x onerror=alert(1)> | *bold*"
+
+
+def render_markdown(text: str) -> str:
+    """HTML as a Markdown viewer that passes raw HTML through (GitHub-like, tables on) renders it."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
+
+
+def test_markdown_shows_model_names_as_text(tmp_path):
+    from mlonmcu.report.report import export, to_frame
+
+    frame = to_frame([{"Session": 0, "Run": 0, "Model": INJECTED, "Label": "[x](javascript:alert(1))"}])
+    html = render_markdown(export(frame, tmp_path / "r.md").read_text())
+    assert "<img" not in html and "<a " not in html and "<em>" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt; | *bold*" in html  # shown literally, in one cell
 
 
 def test_bad_inputs_fail_their_run_only(integration_home, mlonmcu, tmp_path):

@@ -178,3 +178,17 @@ def test_lock_file_deleted_while_waiting_still_excludes(tmp_path):
 def _enter(entry, inside):
     with entry.locked():
         inside.append(True)
+
+
+def test_copy_errors_of_a_full_disk_are_a_full_disk():
+    """copytree reports each file's ENOSPC inside one shutil.Error: still a full disk."""
+    import errno
+    import shutil
+
+    from mlonmcu.atomic import is_disk_full
+
+    full = str(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/h/cache/x"))
+    assert is_disk_full(shutil.Error([("/a/x", "/h/cache/x", full)]))
+    assert is_disk_full(OSError(errno.EDQUOT, "quota"))
+    assert not is_disk_full(shutil.Error([("/a/x", "/b/x", "[Errno 13] Permission denied")]))
+    assert not is_disk_full(ValueError("[Errno 28]"))

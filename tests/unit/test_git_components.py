@@ -58,6 +58,22 @@ def test_clone_from_local_repository_at_a_ref(tmp_path, upstream, mlonmcu):
     assert (checkout / "VERSION").read_text() == "v2"
 
 
+def test_branch_known_only_as_remote_tracking_in_a_clone(tmp_path, upstream, mlonmcu):
+    """A clone of a fork has its branches as origin/NAME only; `git checkout NAME` takes that, so
+    does `--source PATH@NAME`."""
+    git("checkout", "-q", "-b", "topic", "v1", cwd=upstream)
+    (upstream / "VERSION").write_text("topic")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-am", "topic", cwd=upstream)
+    git("checkout", "-q", "v2", cwd=upstream)
+    mirror = tmp_path / "mirror"
+    git("clone", "-q", str(upstream), str(mirror), cwd=tmp_path)
+    assert "topic" not in git("branch", "--list", cwd=mirror)  # only refs/remotes/origin/topic
+    home = make_home(tmp_path / "home")
+    code, output = mlonmcu("setup", "-H", home, "gemmlowp", "--source", f"gemmlowp={mirror}@topic")
+    assert code == 0, output
+    assert (home / "deps" / "gemmlowp" / "VERSION").read_text() == "topic"
+
+
 def test_a_work_tree_is_used_as_it_is(tmp_path, upstream, mlonmcu):
     home = make_home(tmp_path / "home")
     assert mlonmcu("setup", "-H", home, "gemmlowp", "--source", f"gemmlowp={upstream}")[0] == 0

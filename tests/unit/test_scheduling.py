@@ -47,3 +47,21 @@ def test_larger_models_go_first(tmp_path):
 
     specs = [at(0, "small"), at(1, "small"), at(2, "large"), at(3, "medium"), at(4, "large")]
     assert [s.run for s in interleaved(specs)] == [2, 3, 0, 4, 1]
+
+
+def test_no_cache_runs_are_never_taken_as_cached(monkeypatch):
+    """`--no-cache --parallel N` recomputes every run: none may count as restorable and be kept
+    in the orchestrator, one after another, instead of going to the pool."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from mlonmcu.session import stages
+
+    def restored(ctx):
+        ctx.cached.append("load")
+
+    monkeypatch.setattr(stages.RunContext, "create", staticmethod(lambda s: SimpleNamespace(cached=[], peek=False)))
+    monkeypatch.setattr(stages, "STAGE_FUNCTIONS", {stage: restored for stage in Stage})
+    cached = spec(0, "aww")
+    assert stages.cached_stages(cached)  # every entry there
+    assert stages.cached_stages(replace(cached, use_cache=False)) == []
