@@ -149,7 +149,7 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")  # what starts markup inside a line
 
 
 def markdown_text(value: Any) -> Any:
