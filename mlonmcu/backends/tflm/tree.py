@@ -32,6 +32,9 @@ _TEST_HELPER = re.compile(
 )
 FLATBUFFERS_PATCH = "tensorflow/lite/micro/tools/make/flatbuffers.patch"
 RESOLVER_HEADER = "tensorflow/lite/micro/micro_mutable_op_resolver.h"
+# a kernel's registration function, defined with a body (`Register_CONV_2D() {`)
+_REGISTERS = re.compile(r"TFLMRegistration\s*\*?\s*(?:[\w:]+::)?Register_(\w+)\s*\(\s*\)\s*\{")
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 # TFLM's own build: core -Os, kernels -O2 (an all--Os library runs several times slower)
 CORE_OPTIMIZATION = "-Os"
@@ -85,6 +88,46 @@ class TflmTree:
     def is_kernel(self, source: str) -> bool:
         return source.startswith(f"{MICRO}/{KERNEL_DIR}/")
 
+    def registrations(self, source: str) -> list[str]:
+        """The `Register_X` functions a source defines (X: CONV_2D, ...); none for a helper."""
+        return _REGISTERS.findall(self._text(source))
+
+    def _text(self, source: str) -> str:
+        return (self.root / source).read_text(errors="replace")
+
+    def select(self, sources: list[str], registrations: set[str]) -> list[str]:
+        """The library for a model: everything but the kernels, the kernel sources that define the
+        wanted `Register_X`, and the helpers those need (`conv.cc` includes `kernels/conv.h`, whose
+        functions `conv_common.cc` defines), followed through includes. Two thirds fewer files
+        to compile than every kernel; the linker would have kept only these objects anyway."""
+        kernels = [s for s in sources if self.is_kernel(s)]
+        defines = {s: set(self.registrations(s)) for s in kernels}
+        missing = registrations - set().union(*defines.values())
+        if missing:
+            names = ", ".join(f"Register_{name}" for name in sorted(missing))
+            raise StageError(f"no source of TFLM {self.commits[0][:12]} defines {names}")
+        helpers: dict[str, list[str]] = {}  # a header → the helper sources implementing it
+        for source in kernels:
+            if not defines[source]:
+                stem = source.removesuffix(".cc").removesuffix("_common")
+                helpers.setdefault(f"{stem}.h", []).append(source)
+        chosen = [s for s in sources if not self.is_kernel(s) or defines[s] & registrations]
+        wanted = set(chosen)
+        seen: set[str] = set()
+        todo = list(chosen)
+        while todo:
+            path = todo.pop()
+            if path in seen or not (self.root / path).is_file():
+                continue
+            seen.add(path)
+            for header in _INCLUDE.findall(self._text(path)):
+                todo.append(header)
+                for helper in helpers.get(header, ()):
+                    if helper not in wanted:
+                        wanted.add(helper)
+                        todo.append(helper)
+        return [s for s in sources if s in wanted]
+
     def source_options(self, sources: list[str]) -> tuple[SourceGroup, ...]:
         """Kernels at -O2; the ones GCC miscompiles for M55 without if-conversion."""
         kernels = [s for s in sources if self.is_kernel(s)]
@@ -135,10 +178,19 @@ class TflmTree:
     @cached_property
     def resolver_methods(self) -> dict[str, str]:
         """TFLite builtin op name → the MicroMutableOpResolver method that registers it."""
+        return {op: method for op, (method, _) in self._resolver.items()}
+
+    def registration_of(self, op: str) -> str:
+        """The `Register_X` whose kernel the resolver's method for `op` takes by default (X)."""
+        return self._resolver[op][1]
+
+    @cached_property
+    def _resolver(self) -> dict[str, tuple[str, str]]:
         text = (self.root / RESOLVER_HEADER).read_text()
-        methods: dict[str, str] = {}
+        found: dict[str, tuple[str, str]] = {}
         for match in re.finditer(r"TfLiteStatus\s+(Add\w+)\s*\((.*?)\n\s*\}", text, re.DOTALL):
             builtin = re.search(r"AddBuiltin\(\s*BuiltinOperator_(\w+)", match.group(2))
+            registration = re.search(r"Register_(\w+)\s*\(", match.group(2))
             if builtin:
-                methods.setdefault(builtin.group(1), match.group(1))
-        return methods
+                found.setdefault(builtin.group(1), (match.group(1), registration.group(1) if registration else ""))
+        return found
