@@ -79,16 +79,20 @@ def write_bytes(path: Path, data: bytes) -> Path:
     return write_with(path, lambda tmp: tmp.write_bytes(data))
 
 
+def probe_directory(directory: Path) -> None:
+    """Create `directory` and write a file in it (OSError if it cannot be written)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    probe = directory / f".probe.{uuid.uuid4().hex[:8]}"
+    probe.write_bytes(b"")
+    probe.unlink()
+
+
 def check_writable(path: Path) -> None:
     """Fail before any work if a report could not be written to `path` (a usage error)."""
     if path.is_dir():
         raise ConfigError(f"cannot write the report to {path}: it is a directory")
-    directory = path.parent
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        probe = directory / f".{path.name}.{uuid.uuid4().hex[:8]}.probe"
-        probe.write_bytes(b"")
-        probe.unlink()
+        probe_directory(path.parent)
     except OSError as err:
         raise ConfigError(f"cannot write the report to {path}: {err.strerror or err}") from None
     if path.exists() and not os.access(path, os.W_OK):

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from mlonmcu.atomic import probe_directory
 from mlonmcu.config import closest
 from mlonmcu.data import bundled_models_dir
 from mlonmcu.environment.home import DEFAULT_TEMPLATE, ENV_FILE, init_home, resolve_home, unwritable_home
@@ -69,10 +70,7 @@ class Environment:
         before any run, naming the folder (a read-only mount, a HOME owned by someone else)."""
         for directory in (self.sessions_dir, self.cache_dir):
             try:
-                directory.mkdir(parents=True, exist_ok=True)
-                probe = directory / f".probe-{os.getpid()}"
-                probe.write_bytes(b"")
-                probe.unlink()
+                probe_directory(directory)
             except OSError as err:
                 raise ConfigError(unwritable_home(self.home, err)) from None
 
