@@ -53,7 +53,7 @@ def library_archive(
     key = library_key(spec, profile, toolchain_version)
     entry = Entry(cache_root / "libraries" / spec.name / key[:24], f"library {spec.name} {key[:12]}")
     archive = entry.path / f"lib{spec.name}.a"
-    with entry.using(lambda staging: _build(spec, profile, staging / archive.name, log)) as hit:
+    with entry.using(lambda staging: _build(spec, profile, staging / archive.name, cache_root, log)) as hit:
         if hit:
             logger.info("cache hit: library %s %s", spec.name, key[:12])
             with log.open("a") as fh:
@@ -61,7 +61,25 @@ def library_archive(
         yield archive
 
 
-def _build(spec: LibrarySpec, profile: TargetProfile, archive: Path, log: Path) -> None:
+def _compiler_cache(cache_root: Path, log: Path) -> tuple[list[str], dict[str, str]]:
+    """CMake options and environment that put Debian's ccache in front of the compilers.
+
+    Libraries for two models differ in a few kernels only; with ccache in HOME/cache/ccache the
+    second one compiles just those (a library archive is keyed by its exact source list).
+    """
+    ccache = shutil.which("ccache")
+    if ccache is None:
+        with log.open("a") as fh:
+            fh.write("[mlonmcu] ccache not found: every source is compiled (`mlonmcu setup cmake` installs it)\n")
+        return [], {}
+    directory = cache_root / "ccache"
+    with log.open("a") as fh:
+        fh.write(f"[mlonmcu] compiling through ccache ({directory})\n")
+    options = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={ccache}" for lang in ("C", "CXX")]
+    return options, {"CCACHE_DIR": str(directory)}
+
+
+def _build(spec: LibrarySpec, profile: TargetProfile, archive: Path, cache_root: Path, log: Path) -> None:
     with tempfile.TemporaryDirectory(prefix=f"mlonmcu-{spec.name}-") as tmp:
         work = Path(tmp)
         render(f"cmake/{profile.toolchain_file}", work / "toolchain.cmake", **profile.toolchain_vars)
@@ -85,6 +103,7 @@ def _build(spec: LibrarySpec, profile: TargetProfile, archive: Path, log: Path) 
         with log.open("a") as fh:
             fh.write(f"[mlonmcu] building {spec.name} ({len(spec.sources)} sources) for {profile.family}\n")
         logger.info("building library %s for %s", spec.name, profile.family)
+        launcher, env = _compiler_cache(cache_root, log)
         run(
             [
                 "cmake",
@@ -94,9 +113,10 @@ def _build(spec: LibrarySpec, profile: TargetProfile, archive: Path, log: Path) 
                 work / "build",
                 f"-DCMAKE_TOOLCHAIN_FILE={work / 'toolchain.cmake'}",
                 "-DCMAKE_BUILD_TYPE=None",
+                *launcher,
             ],
             log=log,
             what=f"cmake configure ({spec.name})",
         )
-        run(["cmake", "--build", work / "build", "--parallel", "2"], log=log, what=f"{spec.name} build")
+        run(["cmake", "--build", work / "build", "--parallel", "2"], log=log, env=env, what=f"{spec.name} build")
         shutil.copyfile(work / "build" / archive.name, archive)

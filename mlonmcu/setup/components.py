@@ -39,8 +39,8 @@ class LitertComponent(PythonComponent):
 
 class CmakeComponent(AptComponent):
     name = "cmake"
-    help = "CMake and make, which build every firmware"
-    packages = ("cmake", "make")
+    help = "CMake and make, which build every firmware; ccache, which shares compiled library sources"
+    packages = ("cmake", "make", "ccache")
     executable = "cmake"
 
 
