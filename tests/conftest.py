@@ -10,6 +10,8 @@ from helpers import installed_deps_dir, make_home
 
 from mlonmcu.cli.main import cli
 
+pytest_plugins = ["source_check"]
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:

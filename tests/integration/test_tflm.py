@@ -239,6 +239,7 @@ def cmsis_home(tflm_home: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.cmsis_nn
 def test_cmsis_nn_kernels_equal_the_reference_kernels(cmsis_home, mlonmcu):
     """tflmi.kernels=cmsis_nn: SIMD on the M4 (DSP) and the M55 (MVE), portable C on RISC-V;
     the outputs are the reference kernels' to the bit, in fewer instructions. The M55 build also
@@ -278,6 +279,7 @@ def muriscv_nn_home(tflm_home: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.muriscv_nn
 def test_muriscv_nn_kernels_equal_the_reference_kernels(muriscv_nn_home, mlonmcu):
     """tflmi.kernels=muriscv_nn: scalar C on rv32imc, RVV on rv32gcv (clang) at two VLENs; the
     outputs are the reference kernels' to the bit, and the vector library runs faster as VLEN grows."""
