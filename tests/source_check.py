@@ -15,6 +15,7 @@ SOURCE_MARKERS: dict[str, tuple[str, ...]] = {
     "tflm": ("tflm", "flatbuffers", "gemmlowp"),
     "cmsis_nn": ("cmsis_nn", "cmsis"),
     "muriscv_nn": ("muriscv_nn",),
+    "ibex": ("ibex",),
 }
 
 

@@ -1,5 +1,6 @@
-"""What Spike and QEMU virt share: one bare-metal RV32 firmware (memory map, UART, exit), and the
-RISC-V ISA string it is built for — including vector ISAs (V, Zve32x/f), which GCC 12 cannot
+"""What RV32 targets share: a bare-metal firmware (start-up, counters, traps; Spike and QEMU virt
+also one memory map, UART and exit, Ibex its own), and the RISC-V ISA string it is built for —
+including vector ISAs (V, Zve32x/f), which GCC 12 cannot
 compile intrinsics for: their C and assembler come from clang (component `riscv_llvm`), the C++
 and the link from GCC with picolibc (see docs/riscv-vector.md)."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import ClassVar
 
 from mlonmcu.config import Option
 from mlonmcu.contracts import TargetProfile
@@ -85,15 +87,32 @@ RISCV_OPTIONS = (
 )
 
 
-class RiscvVirtTarget(Target):
-    """Base of targets that run the shared rv32 'virt' firmware."""
+class RiscvTarget(Target):
+    """Base of targets that run a bare-metal rv32 firmware (templates/targets/riscv)."""
 
-    memory_bytes = ROM_LENGTH + RAM_LENGTH
-    optional = ("riscv_llvm",)  # with <target>.toolchain=llvm (the default for vector ISAs)
+    support: ClassVar[tuple[str, ...]] = ("bare_metal", "riscv", "riscv_virt")
+    machine: ClassVar[str] = "virt"  # in the firmware family: the memory map and devices
+    counter: ClassVar[str] = "minstret"  # what the Counter column says counted (mcycle = minstret here)
+    optional: ClassVar[tuple[str, ...]] = ("riscv_llvm",)  # with <target>.toolchain=llvm (the default for vector ISAs)
+
+    def arch(self) -> str:
+        return self.opt("arch")
+
+    def abi(self) -> str:
+        return self.opt("abi")
+
+    def memory_map(self) -> dict[str, int]:
+        return {
+            "rom_origin": ROM_ORIGIN,
+            "rom_length": ROM_LENGTH,
+            "ram_origin": RAM_ORIGIN,
+            "ram_length": RAM_LENGTH,
+            "stack_size": int(self.opt("stack_size")),
+        }
 
     @property
     def vector(self) -> bool:
-        return is_vector(self.opt("arch"))
+        return is_vector(self.arch())
 
     def core_simd(self) -> str:
         return "rvv" if self.vector else ""
@@ -105,7 +124,7 @@ class RiscvVirtTarget(Target):
             return "llvm" if self.vector else "gcc"
         if choice == "gcc" and self.vector:
             raise ConfigError(
-                f"{self.name}.arch={self.opt('arch')} is a vector ISA, which GCC 12 cannot build for: "
+                f"{self.name}.arch={self.arch()} is a vector ISA, which GCC 12 cannot build for: "
                 f"use {self.name}.toolchain=llvm (or auto)"
             )
         return choice
@@ -116,7 +135,7 @@ class RiscvVirtTarget(Target):
 
     def simulated_isa(self) -> str:
         """The ISA string for Spike: VLEN as Zvl<N>b (a vector ISA's minimum is 128, Zve32* 32)."""
-        arch = self.opt("arch")
+        arch = self.arch()
         return f"{arch}_zvl{self.opt('vlen')}b" if self.vector else arch
 
     def run_settings(self) -> dict[str, object]:
@@ -135,25 +154,19 @@ class RiscvVirtTarget(Target):
 
     def profile(self) -> TargetProfile:
         gcc = Path(self.tool("riscv_gcc"))
-        arch, abi = self.opt("arch"), self.opt("abi")
+        arch, abi = self.arch(), self.abi()
         prefix = str(gcc.parent / gcc.name.removesuffix("gcc"))
-        memory = {
-            "rom_origin": ROM_ORIGIN,
-            "rom_length": ROM_LENGTH,
-            "ram_origin": RAM_ORIGIN,
-            "ram_length": RAM_LENGTH,
-            "stack_size": int(self.opt("stack_size")),
-        }
+        memory = self.memory_map()
         if has_v(arch) and int(self.opt("vlen")) < 128:
             raise ConfigError(f"{self.name}.vlen={self.opt('vlen')}: the V extension needs VLEN ≥ 128 (Zve32x/f: ≥ 32)")
         if self.compiler() == "llvm":
             return self._llvm_profile(arch, abi, prefix, memory)
         march = ["-march=" + arch, "-mabi=" + abi, "-misa-spec=2.2", "-mcmodel=medany"]
         return TargetProfile(
-            family=f"riscv32-virt-{arch}-{abi}",
+            family=f"riscv32-{self.machine}-{arch}-{abi}",
             toolchain="riscv_gcc",
             toolchain_file="riscv_gcc.cmake.j2",
-            support=("bare_metal", "riscv_virt"),
+            support=self.support,
             compile_flags=tuple(march),
             c_flags=("--specs=picolibc.specs",),
             # no libstdc++ for riscv64-unknown-elf: header-only C++ against the bare-metal headers
@@ -163,7 +176,7 @@ class RiscvVirtTarget(Target):
             link_language="C",
             memory=memory,
             toolchain_vars={"prefix": prefix},
-            counter="minstret",
+            counter=self.counter,
         )
 
     def _llvm_profile(self, arch: str, abi: str, prefix: str, memory: dict[str, int]) -> TargetProfile:
@@ -176,10 +189,10 @@ class RiscvVirtTarget(Target):
         gcc_march = ["-march=" + scalar_arch(arch, abi), "-mabi=" + abi, "-misa-spec=2.2"]
         libc = self.components["riscv_gcc"].extras.get("libc_headers", "/usr/lib/picolibc/riscv64-unknown-elf/include")
         return TargetProfile(
-            family=f"riscv32-virt-{arch}-{abi}-llvm",
+            family=f"riscv32-{self.machine}-{arch}-{abi}-llvm",
             toolchain="riscv_llvm",
             toolchain_file="riscv_llvm.cmake.j2",
-            support=("bare_metal", "riscv_virt"),
+            support=self.support,
             compile_flags=("-mcmodel=medany",),
             c_flags=("--target=riscv32-unknown-elf", f"-march={arch}", f"-mabi={abi}", f"-isystem{libc}"),
             cxx_flags=(*gcc_march, *self._cxx_flags()),
@@ -191,5 +204,11 @@ class RiscvVirtTarget(Target):
                 "clang": self.tool("riscv_llvm"),
                 "gcc_version": self.components["riscv_gcc"].version,  # C++ and link: in the library key
             },
-            counter="minstret",
+            counter=self.counter,
         )
+
+
+class RiscvVirtTarget(RiscvTarget):
+    """Spike and QEMU virt: the same ELF runs on both (ROM and RAM of 32 MB each)."""
+
+    memory_bytes = ROM_LENGTH + RAM_LENGTH

@@ -1,5 +1,8 @@
-/* Bare-metal start-up for RV32 on Spike and QEMU virt: stack, gp, trap vector, FPU, vector unit,
-   .data/.bss. */
+/* Bare-metal start-up for RV32 (Spike, QEMU virt, Ibex): stack, gp, trap vector, FPU, vector
+   unit, .data/.bss. A core with a vector table at its boot address (Ibex: vectored mtvec only)
+   keeps that table as its trap vector. */
+#include "mlonmcu_target_config.h"
+
   .section .text.init, "ax", @progbits
   .globl _start
 _start:
@@ -8,8 +11,10 @@ _start:
   la gp, __global_pointer$
   .option pop
   la sp, __stack_top
+#if !MLONMCU_TRAP_VECTOR_TABLE
   la t0, mlonmcu_trap_entry
   csrw mtvec, t0
+#endif
 #ifdef __riscv_flen
   li t0, 0x2000           /* mstatus.FS = initial: enable the FPU */
   csrs mstatus, t0
@@ -47,6 +52,7 @@ _start:
   j 5b
 
   .align 4
+  .globl mlonmcu_trap_entry
 mlonmcu_trap_entry:
   la sp, __stack_top      /* a crash may have corrupted sp: report from a fresh stack */
   call mlonmcu_trap
