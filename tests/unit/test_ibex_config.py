@@ -54,3 +54,14 @@ def test_memory_patch_refuses_an_unknown_simple_system(tmp_path):
     rtl.write_text("module ibex_simple_system; endmodule\n")
     with pytest.raises(SetupError, match="not the simple_system this mlonmcu knows"):
         ibex._patch_memory(tmp_path, 4 << 20)
+
+
+def test_the_model_is_built_without_waveform_tracing(tmp_path):
+    config_mk = tmp_path / "config.mk"
+    config_mk.write_text(
+        "VERILATOR_OPTIONS := -DX --trace --trace-fst --trace-structs --trace-params --trace-max-array 1024 "
+        '-CFLAGS "-std=c++17 -DVM_TRACE_FMT_FST -DTOP=x -g" -Wall\n'
+    )
+    ibex._without_tracing(config_mk, tmp_path / "log")
+    assert config_mk.read_text() == 'VERILATOR_OPTIONS := -DX -CFLAGS "-std=c++17 -DTOP=x" -Wall\n'
+    assert "without waveform tracing" in (tmp_path / "log").read_text()
