@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -14,6 +15,15 @@ from mlonmcu.setup.git import split_source
 
 def git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(autouse=True)
+def no_environment_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests give their sources themselves: $MLONMCU_<NAME>_SRC (test.sh sources
+    ../shared/sources/sources.env) would point setup at the shared snapshots instead."""
+    for name in os.environ:
+        if name.startswith("MLONMCU_") and name.endswith("_SRC"):
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture
