@@ -35,10 +35,9 @@ assert {f"cortex-m{CORES[b][1:]}" for b in TIMED} <= set(TIMINGS)
 def main() -> int:
     options = kernel_bench.parser(__doc__.splitlines()[0])
     options.add_argument("--boards", default=",".join(BOARDS), help="comma-separated QEMU boards")
-    options.add_argument("--only", default=",".join(kernel_bench.MODELS), help="comma-separated models")
     options.add_argument("--estimate", action="store_true", help="also estimated cycles on the M3/M4 boards")
     args = options.parse_args()
-    models = kernel_bench.model_paths(args.models, args.only.split(","))
+    models = kernel_bench.model_paths(args)
     if models is None:
         return 2
     boards = args.boards.split(",")

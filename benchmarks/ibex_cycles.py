@@ -28,10 +28,9 @@ _SPEED = re.compile(r"ibex: ([0-9.]+) M simulated cycles per second")
 def main() -> int:
     options = kernel_bench.parser(__doc__.splitlines()[0])
     options.add_argument("--configs", default="small,maxperf", help="comma-separated Ibex configurations")
-    options.add_argument("--only", default=",".join(kernel_bench.MODELS), help="comma-separated models")
     options.add_argument("--backends", default="tvmaot,tflmi", help="comma-separated backends")
     args = options.parse_args()
-    models = kernel_bench.model_paths(args.models, args.only.split(","))
+    models = kernel_bench.model_paths(args)
     if models is None:
         return 2
     result = api.flow(

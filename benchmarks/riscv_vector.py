@@ -30,7 +30,7 @@ def main() -> int:
     options = kernel_bench.parser(__doc__.splitlines()[0])
     options.add_argument("--vlen", default="128,256,512,1024", help="comma-separated VLENs for the vector rows")
     args = options.parse_args()
-    models = kernel_bench.model_paths(args.models, list(kernel_bench.MODELS))
+    models = kernel_bench.model_paths(args)
     if models is None:
         return 2
     common = {"validate.samples": str(args.samples)}
