@@ -162,8 +162,9 @@ def markdown_text(value: Any) -> Any:
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
-    """A pipe table whose headers and text cells are escaped (:func:`markdown_text`)."""
-    escaped = frame.map(markdown_text)
+    """A pipe table whose headers and text cells are escaped (:func:`markdown_text`); a cell
+    without a figure is empty, as in the CSV, not `nan`."""
+    escaped = frame.astype(object).mask(frame.isna(), "").map(markdown_text)
     escaped.columns = [markdown_text(str(c)) for c in frame.columns]
     return str(escaped.to_markdown(index=False))
 

@@ -212,3 +212,11 @@ def test_every_instruction_class_of_the_plugin_has_cycles_on_every_timed_core():
         assert list(table) == classes, core  # the plugin refuses a file that misses one
     with pytest.raises(ValueError, match="cortex-m55 has no published"):
         check_core("cortex-m55")
+
+
+def test_markdown_cells_without_a_figure_are_empty_and_text_is_escaped(tmp_path):
+    frame = pd.DataFrame({"Model": ["a|b", None], "Run Cycles": [float("nan"), 12.5], "MACs": [9840, None]})
+    lines = export(frame, tmp_path / "r.md").read_text().splitlines()
+    assert "nan" not in "\n".join(lines)
+    assert lines[2].replace(" ", "") == "|a\\|b||9840|"
+    assert "12.5" in lines[3] and "9840" in lines[2]
