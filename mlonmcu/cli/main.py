@@ -7,6 +7,7 @@ import gc
 import shlex
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -105,12 +106,18 @@ def cli() -> None:
 @click.option("--template", default="default", show_default=True, help="environment template to render")
 @click.option("--force", is_flag=True, help="overwrite an existing environment.yml")
 @click.option("--list", "list_templates", is_flag=True, help="list the available templates")
+@click.option(
+    "-H", "--home", "home_option", type=click.Path(file_okay=False), help="the HOME, as every other command takes it"
+)
 @verbosity_options
-def init(home: str | None, template: str, force: bool, list_templates: bool, **_: Any) -> None:
-    """Create HOME/environment.yml from a template."""
+def init(home: str | None, template: str, force: bool, list_templates: bool, home_option: str | None, **_: Any) -> None:
+    """Create HOME/environment.yml from a template (HOME as argument or -H)."""
     from mlonmcu.environment import init_home, resolve_home
     from mlonmcu.environment.home import template_names
 
+    if home and home_option and Path(home).resolve() != Path(home_option).resolve():
+        raise click.UsageError(f"two homes given: {home} and -H {home_option}; give one")
+    home = home or home_option
     if list_templates:
         click.echo("\n".join(template_names()))
         return

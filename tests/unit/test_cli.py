@@ -53,6 +53,14 @@ def test_init_renders_a_template(tmp_path, mlonmcu):
     assert code == 2 and "valid: default, host" in output
 
 
+def test_init_takes_the_home_as_minus_h_like_every_other_command(tmp_path, mlonmcu):
+    code, output = mlonmcu("init", "-H", tmp_path / "h", "--template", "host")
+    assert code == 0, output
+    assert Environment.load(tmp_path / "h").enabled["targets"] == ["host_x86"]
+    code, output = mlonmcu("init", tmp_path / "a", "-H", tmp_path / "b")
+    assert code == 2 and "two homes given" in output
+
+
 def test_models_lists_bundled(home, mlonmcu):
     code, output = mlonmcu("models", "-H", home, "--detailed")
     assert code == 0
