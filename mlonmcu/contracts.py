@@ -218,7 +218,12 @@ class Measurement:
     cycles: int | None = None
     instructions: int | None = None
     ns: int | None = None
-    estimated_cycles: int | None = None  # QEMU's instructions weighted by the core's timings (targets/timing.py)
+    estimated_cycles: int | None = None  # QEMU's instruction classes weighted by a timing model (targets/timing.py)
+    # what mlonmcu's QEMU plugin counted per instruction class and event (templates/qemu_plugin)
+    events: tuple[tuple[str, int], ...] = ()
+
+    def event_counts(self) -> dict[str, int]:
+        return dict(self.events)
 
     def cost(self) -> int | None:
         """Cycles where the target counts them, else instructions."""
@@ -253,6 +258,7 @@ class RunResult:
 
     harness: HarnessRecord
     counter: str  # minstret, wallclock, qemu-plugin, systick, dwt, none
+    timing_model: str = ""  # the model behind the Estimated Cycles (targets/timing.py), if any
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,18 @@ PROFILE_FILE = "profile.csv"
 METRICS = ("Cycles", "Instructions", "Time [s]")
 
 
+def kernel_of(kernels: tuple[KernelInfo, ...], entry: Measurement) -> tuple[int, KernelInfo]:
+    """The index and description of a profiled kernel (a placeholder for an index the backend did not list)."""
+    index = entry.kernel if entry.kernel is not None else -1
+    return index, kernels[index] if 0 <= index < len(kernels) else KernelInfo(f"kernel{index}", (), 0)
+
+
 def profile_table(kernels: tuple[KernelInfo, ...], measured: tuple[Measurement, ...]) -> pd.DataFrame:
     import pandas as pd
 
     rows = []
     for entry in measured:
-        index = entry.kernel if entry.kernel is not None else -1
-        info = kernels[index] if 0 <= index < len(kernels) else KernelInfo(f"kernel{index}", (), 0)
+        index, info = kernel_of(kernels, entry)
         cost = entry.cost()
         rows.append(
             {

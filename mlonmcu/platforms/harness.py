@@ -23,31 +23,41 @@ class ParsedOutput:
     arena_needed: int | None = None  # calibration firmware: the arena the model needs
 
 
-def _measurement(fields: dict[str, str], counts: dict[int, int], estimates: dict[int, int]) -> Measurement:
-    """A record's numbers; `marks=before:after` becomes the instructions an external counter
-    (mlonmcu's QEMU plugin) saw between the two marks, and its estimated cycles if it has them."""
-    values = {k: int(v) for k, v in fields.items() if k in _MEASURED}
+@dataclass(frozen=True)
+class Mark:
+    """What mlonmcu's QEMU plugin had counted when a mark started."""
+
+    instructions: int
+    events: dict[str, int]
+
+
+def _measurement(fields: dict[str, str], marks: dict[int, Mark]) -> Measurement:
+    """A record's numbers; `marks=before:after` becomes what an external counter (mlonmcu's QEMU
+    plugin) saw between the two marks: instructions (unless the target counted them itself, as
+    minstret on QEMU riscv32) and the counts per instruction class and event."""
+    values: dict[str, object] = {k: int(v) for k, v in fields.items() if k in _MEASURED}
     if "marks" in fields:
-        before, after = (int(m) for m in fields["marks"].partition(":")[::2])
-        if before in counts and after in counts:
-            values["instructions"] = counts[after] - counts[before]
-        if before in estimates and after in estimates:
-            values["estimated_cycles"] = estimates[after] - estimates[before]
-    return Measurement(**values)
+        first, last = (int(m) for m in fields["marks"].partition(":")[::2])
+        if first in marks and last in marks:
+            before, after = marks[first], marks[last]
+            values.setdefault("instructions", after.instructions - before.instructions)
+            names = sorted(set(before.events) | set(after.events))
+            events = ((n, after.events.get(n, 0) - before.events.get(n, 0)) for n in names)
+            values["events"] = tuple((n, c) for n, c in events if c)
+    return Measurement(**values)  # type: ignore[arg-type]
+
+
+def _mark(rest: str) -> tuple[int, Mark]:
+    """`<index> <instructions> <name>=<count> ...` (counts still 0 are left out)."""
+    index, count, *events = rest.split()
+    return int(index), Mark(int(count), {k: int(v) for k, v in (e.split("=", 1) for e in events)})
 
 
 def parse(text: str) -> ParsedOutput:
     lines = [m.groups() for m in (_LINE.match(raw.strip()) for raw in text.splitlines()) if m]
     if not any(kind == "BEGIN" for kind, _ in lines):
         raise StageError("the firmware printed nothing mlonmcu understands (no 'MLONMCU BEGIN' line)")
-    counts: dict[int, int] = {}
-    estimates: dict[int, int] = {}
-    for kind, rest in lines:
-        if kind == "MARK":  # printed by mlonmcu's QEMU plugin: index, instructions (, estimated cycles) before it
-            index, count, *estimate = rest.split()
-            counts[int(index)] = int(count)
-            if estimate:
-                estimates[int(index)] = int(estimate[0])
+    marks = dict(_mark(rest) for kind, rest in lines if kind == "MARK")  # printed by mlonmcu's QEMU plugin
     setup = Measurement()
     runs: list[Measurement] = []
     profile: list[Measurement] = []
@@ -66,11 +76,11 @@ def parse(text: str) -> ParsedOutput:
                 raise StageError(f"truncated output line for sample {sample} output {index}")
             outputs.setdefault(sample, {})[index] = data
         elif kind == "SETUP":
-            setup = _measurement(fields, counts, estimates)
+            setup = _measurement(fields, marks)
         elif kind == "RUN":
-            runs.append(_measurement(fields, counts, estimates))
+            runs.append(_measurement(fields, marks))
         elif kind == "PROFILE":
-            profile.append(_measurement(fields, counts, estimates))
+            profile.append(_measurement(fields, marks))
         elif kind == "ARENA":
             arena = int(fields.get("needed", 0))
         elif kind == "END":
@@ -96,9 +106,17 @@ def _per_kernel(profile: list[Measurement]) -> tuple[Measurement, ...]:
             instructions=_add(seen.instructions, m.instructions),
             ns=_add(seen.ns, m.ns),
             estimated_cycles=_add(seen.estimated_cycles, m.estimated_cycles),
+            events=add_events(seen.events, m.events),
         )
     return tuple(merged.values())
 
 
 def _add(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a + b
+
+
+def add_events(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+    total = dict(a)
+    for name, count in b:
+        total[name] = total.get(name, 0) + count
+    return tuple(sorted(total.items()))

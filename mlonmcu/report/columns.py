@@ -45,6 +45,39 @@ COUNTER = "Counter"  # which counter produced cycles/instructions: minstret, wal
 # per inference: QEMU's instructions weighted by the core's published timings (Counter
 # qemu-plugin+timing); an estimate, never mixed with the measured Run Cycles
 ESTIMATED_CYCLES = "Estimated Cycles"
+TIMING_MODEL = "Timing Model"  # which model estimated them (targets/timing.py, docs/timing.md)
+# feature instruction_mix: executed instructions per class in one inference (QEMU's plugin)
+INSTRUCTION_MIX = "Instruction Mix"  # the largest classes' shares, or why there is no mix
+MIX_ALU = "Mix ALU"
+MIX_LOAD = "Mix Load"
+MIX_STORE = "Mix Store"
+MIX_MULTIPLE = "Mix Load/Store Multiple"
+MIX_MUL = "Mix Mul"
+MIX_MAC = "Mix MAC"
+MIX_DIV = "Mix Div"
+MIX_BRANCH_TAKEN = "Mix Branch Taken"
+MIX_BRANCH_NOT_TAKEN = "Mix Branch Not Taken"
+MIX_JUMP = "Mix Jump/Call"
+MIX_SIMD = "Mix SIMD/Vector"
+MIX_CSR = "Mix CSR"
+MIX_FP = "Mix FP"
+MIX_OTHER = "Mix Other"
+MIX = (
+    MIX_ALU,
+    MIX_LOAD,
+    MIX_STORE,
+    MIX_MULTIPLE,
+    MIX_MUL,
+    MIX_MAC,
+    MIX_DIV,
+    MIX_BRANCH_TAKEN,
+    MIX_BRANCH_NOT_TAKEN,
+    MIX_JUMP,
+    MIX_SIMD,
+    MIX_CSR,
+    MIX_FP,
+    MIX_OTHER,
+)
 SETUP_TIME = "Setup Time [s]"  # wall-clock targets only
 RUN_TIME = "Run Time [s]"
 RUN_TIME_MIN = "Run Time Min [s]"  # the fastest of the mlif.repeat inferences: what compare gates wall-clock on
@@ -104,6 +137,9 @@ EXTRA = (
     ARENA_LOWER_BOUND,
     COUNTER,
     ESTIMATED_CYCLES,
+    TIMING_MODEL,
+    INSTRUCTION_MIX,
+    *MIX,
     SETUP_TIME,
     RUN_TIME,
     RUN_TIME_MIN,
@@ -141,6 +177,7 @@ SUMMARY = (
     RUN_CYCLES,
     RUN_INSTRUCTIONS,
     ESTIMATED_CYCLES,
+    INSTRUCTION_MIX,
     RUN_TIME,
     TOTAL_ROM,
     TOTAL_RAM,

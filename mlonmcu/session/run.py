@@ -187,6 +187,7 @@ def fill_measurements(row: dict[str, Any], ran: RunResult) -> None:
             row[col.INSTRUCTIONS_PER_MAC] = round(row[col.RUN_INSTRUCTIONS] / row[col.MACS], 2)
     if setup.estimated_cycles is not None:
         row[col.ESTIMATED_CYCLES] = _mean([r.estimated_cycles for r in first])
+        row[col.TIMING_MODEL] = ran.timing_model
     if setup.ns is not None:
         row[col.SETUP_TIME] = setup.ns / 1e9
         mean_ns = _mean([r.ns for r in first])

@@ -380,7 +380,8 @@ def run(ctx: RunContext) -> RunResult:
             for s in sorted(parsed.outputs)
         ]
         save_samples(out / OUTPUTS_FILE, outputs)
-        return RunResult(record, target.profile().counter)
+        model = target.timing_model()
+        return RunResult(record, target.profile().counter, model.name if model is not None else "")
 
     ctx.ran = ctx.execute(Stage.RUN, parts, compute, RunResult, cacheable=target.deterministic)
     return ctx.ran

@@ -45,6 +45,7 @@ class IbexTarget(RiscvTarget):
     support = ("bare_metal", "riscv", "ibex")
     machine = "ibex"
     counter = "mcycle"
+    counts_cycles = True
 
     @property
     def memory_size(self) -> int:

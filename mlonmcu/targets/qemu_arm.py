@@ -9,13 +9,11 @@ from typing import ClassVar
 from mlonmcu.config import Option
 from mlonmcu.contracts import HarnessRecord, Measurement
 from mlonmcu.errors import StageError
-from mlonmcu.platforms.elf import symbol
 from mlonmcu.process import Completed, run
 from mlonmcu.targets import timing
 from mlonmcu.targets.cortexm import CortexMTarget, MemoryMap, boards, memory_presets, stack_option
+from mlonmcu.targets.qemu import PLUGIN, plugin_args, with_plugin_output
 from mlonmcu.targets.target import timeout_option
-
-MARK_SYMBOL = "mlonmcu_mark"
 
 
 def estimate_option(core: str) -> Option:
@@ -30,7 +28,7 @@ def estimate_option(core: str) -> Option:
         bool,
         False,
         "also estimate cycles: executed instructions weighted by the core's published timings "
-        f"(Estimated Cycles; {', '.join(timing.TIMINGS)} only; docs/arm-simd.md)",
+        f"(Estimated Cycles; {', '.join(timing.ARM_CORES)} only; docs/timing.md)",
         check=check,
     )
 
@@ -65,11 +63,14 @@ class QemuArmTarget(CortexMTarget):
             return "systick"
         return "qemu-plugin+timing" if self.opt("estimate_cycles") else "qemu-plugin"
 
+    def timing_model(self) -> timing.TimingModel | None:
+        return timing.MODELS[self.cpu] if self.opt("estimate_cycles") else None
+
     def adjust(self, record: HarnessRecord) -> HarnessRecord:
         """SysTick fallback: with -icount shift=0 an instruction takes 1 ns of virtual time, so
         instructions ≈ ticks · 1e9 / f — exact only to one tick (1e9 / f instructions)."""
         if self.plugin:
-            return record
+            return super().adjust(record)
         scale = 1e9 / self.clock_hz
 
         def scaled(m: Measurement) -> Measurement:
@@ -86,25 +87,18 @@ class QemuArmTarget(CortexMTarget):
 
     def execute(self, elf: Path, log: Path) -> Completed:
         qemu = Path(self.tool("qemu")).with_name("qemu-system-arm")
-        plugin_log = log.with_name(f"{log.stem}.plugin.log")
-        plugin_log.unlink(missing_ok=True)
         args: list[str | Path] = [qemu, "-machine", self.machine, "-nographic", "-monitor", "none"]
         args += ["-serial", "none", "-semihosting-config", "enable=on,target=native", "-kernel", elf]
         if self.opt("estimate_cycles") and not self.plugin:
-            raise StageError(f"{self.name}.estimate_cycles needs the QEMU plugin: run `mlonmcu setup qemu_plugin`")
+            raise StageError(f"{self.name}.estimate_cycles needs the QEMU plugin: run `mlonmcu setup {PLUGIN}`")
+        plugin_log = None
         if self.plugin:
-            mark = symbol(elf, MARK_SYMBOL)
-            if mark is None:
-                raise StageError(f"{elf.name} has no symbol {MARK_SYMBOL}: not built for an mlonmcu Cortex-M target")
-            plugin = f"{self.tool('qemu_plugin')},mark={mark[0]:#x}"
-            if self.opt("estimate_cycles"):
-                plugin += f",timing={timing.write_table(self.cpu, log.with_name(f'{log.stem}.timing.txt'))}"
-            args += ["-plugin", plugin, "-d", "plugin", "-D", plugin_log]
+            extra, plugin_log = plugin_args(self.tool(PLUGIN), elf, log)
+            args += extra
         else:
             args += ["-icount", "shift=0"]
         completed = run(args, log=log, timeout=self.opt("timeout"), check=False, what=qemu.name)
-        marks = plugin_log.read_text(errors="replace") if plugin_log.is_file() else ""
-        return Completed(completed.returncode, completed.output + marks)
+        return with_plugin_output(completed, plugin_log)
 
 
 def board_targets() -> list[type[QemuArmTarget]]:

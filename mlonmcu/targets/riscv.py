@@ -34,6 +34,11 @@ def _parts(arch: str) -> tuple[str, list[str]]:
     return match[1].replace("g", "imafd"), [e for e in match[2].split("_") if e]
 
 
+def letters(arch: str) -> str:
+    """The single-letter extensions of an ISA string (g expanded): rv32imc → imc."""
+    return _parts(arch)[0]
+
+
 def has_v(arch: str) -> bool:
     """The full V extension (ELEN 64), not only an embedded Zve* subset."""
     return "v" in _parts(arch)[0]
@@ -92,7 +97,8 @@ class RiscvTarget(Target):
 
     support: ClassVar[tuple[str, ...]] = ("bare_metal", "riscv", "riscv_virt")
     machine: ClassVar[str] = "virt"  # in the firmware family: the memory map and devices
-    counter: ClassVar[str] = "minstret"  # what the Counter column says counted (mcycle = minstret here)
+    counter: ClassVar[str] = "minstret"  # what the Counter column says counted
+    counts_cycles: ClassVar[bool] = False  # mcycle counts cycles (an RTL core), not instructions (Spike, QEMU)
     optional: ClassVar[tuple[str, ...]] = ("riscv_llvm",)  # with <target>.toolchain=llvm (the default for vector ISAs)
 
     def arch(self) -> str:
@@ -145,6 +151,10 @@ class RiscvTarget(Target):
             settings.pop(f"{self.name}.vlen", None)
         return settings
 
+    def template_values(self) -> dict[str, object]:
+        """Spike's and QEMU's mcycle equals minstret: the firmware reads it only where it counts cycles."""
+        return {"counters": {"cycles": self.counts_cycles}}
+
     def _cxx_flags(self) -> tuple[str, ...]:
         extras = self.components["riscv_gcc"].extras if "riscv_gcc" in self.components else {}
         if "cxx_bits" not in extras:
@@ -176,6 +186,7 @@ class RiscvTarget(Target):
             link_language="C",
             memory=memory,
             toolchain_vars={"prefix": prefix},
+            template_values=self.template_values(),
             counter=self.counter,
         )
 
@@ -204,6 +215,7 @@ class RiscvTarget(Target):
                 "clang": self.tool("riscv_llvm"),
                 "gcc_version": self.components["riscv_gcc"].version,  # C++ and link: in the library key
             },
+            template_values=self.template_values(),
             counter=self.counter,
         )
 

@@ -7,12 +7,15 @@ A target knows nothing about backends. It gives the platform a :class:`TargetPro
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mlonmcu.config import Option
 from mlonmcu.contracts import HarnessRecord, TargetProfile
 from mlonmcu.plugin import Plugin
 from mlonmcu.process import Completed
+
+if TYPE_CHECKING:
+    from mlonmcu.targets.timing import TimingModel
 
 
 def timeout_option(default: float) -> Option:
@@ -36,9 +39,17 @@ class Target(Plugin):
         """What besides the ELF determines the output (part of the RUN key)."""
         return {k: v for k, v in self.config.items() if k.startswith(f"{self.name}.")}
 
+    def timing_model(self) -> TimingModel | None:
+        """The model that turns counted instruction classes into Estimated Cycles (targets/timing.py)."""
+        return None
+
     def adjust(self, record: HarnessRecord) -> HarnessRecord:
-        """Turn raw counter readings into report figures where the target needs to (see systick)."""
-        return record
+        """Turn raw counter readings into report figures where the target needs to (see systick),
+        and counted instruction classes into Estimated Cycles where a timing model is chosen."""
+        from mlonmcu.targets import timing
+
+        model = self.timing_model()
+        return timing.with_estimates(record, model) if model is not None else record
 
     def execute(self, elf: Path, log: Path) -> Completed:
         """Run the firmware, return its output; raise RunTimeout/ToolError on failure."""

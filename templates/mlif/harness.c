@@ -11,8 +11,9 @@
  *   MLONMCU ARENA needed=..   (calibration firmware, MLONMCU_ARENA_PROBE)
  *
  * The exit code is the status: 0 when every call succeeded. Where an external tool counts
- * instructions (a QEMU plugin), the harness prints the indices of the marks it set around each
- * region (marks=before:after) and mlonmcu turns them into instruction counts.
+ * instructions (mlonmcu's QEMU plugin, which also counts their classes), the harness prints the
+ * indices of the marks it set around each region (marks=before:after) and mlonmcu turns them
+ * into counts. A mark opens a region before the counters are read and closes it after.
  */
 #include <string.h>
 
@@ -26,6 +27,7 @@ typedef struct {
   uint64_t cycles;
   uint64_t instructions;
   uint64_t ns;
+  uint64_t mark;
 } counters_t;
 
 static void put_str(const char *s) {
@@ -64,8 +66,16 @@ static void put_int_field(const char *name, int value) {
   }
 }
 
-static counters_t read_counters(void) {
-  counters_t c = {0, 0, 0};
+#define OPENING 0
+#define CLOSING 1
+
+static counters_t read_counters(int closing) {
+  counters_t c = {0, 0, 0, 0};
+#if MLONMCU_HAS_MARKS
+  if (!closing) {
+    c.mark = mlonmcu_mark();
+  }
+#endif
 #if MLONMCU_HAS_TIME_NS
   c.ns = mlonmcu_time_ns();
 #endif
@@ -75,6 +85,12 @@ static counters_t read_counters(void) {
 #if MLONMCU_HAS_CYCLES
   c.cycles = mlonmcu_cycles_available() ? mlonmcu_cycles() : 0;
 #endif
+#if MLONMCU_HAS_MARKS
+  if (closing) {
+    c.mark = mlonmcu_mark();
+  }
+#endif
+  (void)closing;
   return c;
 }
 
@@ -84,13 +100,14 @@ static void put_counters(counters_t before, counters_t after) {
     put_field("cycles", after.cycles - before.cycles);
   }
 #endif
-#if MLONMCU_HAS_INSTRUCTIONS && MLONMCU_INSTRUCTIONS_FROM_MARKS
-  put_str(" marks=");
-  put_u64(before.instructions);
-  mlonmcu_putc(':');
-  put_u64(after.instructions);
-#elif MLONMCU_HAS_INSTRUCTIONS
+#if MLONMCU_HAS_INSTRUCTIONS
   put_field("instructions", after.instructions - before.instructions);
+#endif
+#if MLONMCU_HAS_MARKS
+  put_str(" marks=");
+  put_u64(before.mark);
+  mlonmcu_putc(':');
+  put_u64(after.mark);
 #endif
 #if MLONMCU_HAS_TIME_NS
   put_field("ns", after.ns - before.ns);
@@ -147,14 +164,14 @@ static uint32_t profile_calls[MLONMCU_PROFILE_MAX_KERNELS];
 void mlonmcu_profile_begin(size_t kernel) {
   (void)kernel;
   if (profile_active) {
-    profile_start = read_counters();
+    profile_start = read_counters(OPENING);
   }
 }
 
 void mlonmcu_profile_end(size_t kernel) {
   if (profile_active && kernel < MLONMCU_PROFILE_MAX_KERNELS) {
-    counters_t now = read_counters();
-#if MLONMCU_HAS_INSTRUCTIONS && MLONMCU_INSTRUCTIONS_FROM_MARKS
+    counters_t now = read_counters(CLOSING);
+#if MLONMCU_HAS_MARKS
     /* Marks are indices, not counts: they cannot be summed here. Each call's pair is reported
      * (after its closing mark, so the printing is not measured); mlonmcu sums per kernel. */
     put_str("MLONMCU PROFILE");
@@ -183,7 +200,7 @@ static int profile_run(void) {
     if (profile_calls[k] == 0) {
       continue;
     }
-    counters_t zero = {0, 0, 0};
+    counters_t zero = {0, 0, 0, 0};
     put_str("MLONMCU PROFILE");
     put_field("kernel", k);
     put_field("calls", profile_calls[k]);
@@ -210,7 +227,7 @@ static int finish(int status) {
 int main(void) {
   mlonmcu_target_init();
   put_str("MLONMCU BEGIN\n");
-  (void)read_counters(); /* keeps the counter hooks linked: targets look them up in every ELF */
+  (void)read_counters(OPENING); /* keeps the counter hooks linked: targets look them up in every ELF */
   size_t needed = mlonmcu_model_arena_probe();
   put_str("MLONMCU ARENA");
   put_field("needed", needed);
@@ -222,9 +239,9 @@ int main(void) {
   mlonmcu_target_init();
   put_str("MLONMCU BEGIN\n");
 
-  counters_t before = read_counters();
+  counters_t before = read_counters(OPENING);
   int status = mlonmcu_model_init();
-  counters_t after = read_counters();
+  counters_t after = read_counters(CLOSING);
   put_str("MLONMCU SETUP");
   put_int_field("status", status);
   put_counters(before, after);
@@ -244,9 +261,9 @@ int main(void) {
         put_str("MLONMCU ERROR sample does not match the model's inputs\n");
         return finish(status);
       }
-      before = read_counters();
+      before = read_counters(OPENING);
       status = mlonmcu_model_run();
-      after = read_counters();
+      after = read_counters(CLOSING);
       put_str("MLONMCU RUN");
       put_field("sample", sample);
       put_field("iteration", (uint64_t)it);

@@ -54,6 +54,23 @@ def test_measured_cycles_and_exact_outputs(ibex_home, mlonmcu):
     assert report(ibex_home).iloc[0]["Run Cycles"] == row["Run Cycles"]  # RTL simulation is deterministic
 
 
+def test_the_timing_models_estimate_the_rtl_cycles(ibex_home, mlonmcu):
+    """QEMU's instruction classes weighted by the Ibex models (targets/timing.py) against the RTL."""
+    configs = ["-c", "ibex.config=small", "-c", "ibex.config=maxperf"]
+    models = ["-c", "qemu_rv32.timing_model=ibex-small", "-c", "qemu_rv32.timing_model=ibex-maxperf"]
+    args = ["flow", "run", "kws_dscnn", "-b", "tvmaot", "-t", "ibex", "-t", "qemu_rv32", *configs, *models]
+    code, output = mlonmcu(*args, "-H", ibex_home)
+    assert code == 0, output
+    frame = report(ibex_home)
+    rtl = frame[frame.Target == "ibex"]
+    rtl = rtl.set_index(rtl.Config.str.extract(r"ibex\.config=(\w+)")[0])
+    estimated = frame[frame.Target == "qemu_rv32"].set_index("Timing Model")
+    assert set(estimated.Counter) == {"minstret"} and estimated["Run Cycles"].isna().all()
+    for config in ("small", "maxperf"):
+        error = estimated.loc[f"ibex-{config}", "Estimated Cycles"] / rtl.loc[config, "Run Cycles"] - 1
+        assert abs(error) < 0.02, (config, error)  # measured: under 0.01 % (docs/timing.md)
+
+
 def test_a_hang_is_a_timeout_and_leaves_no_simulator(ibex_home, mlonmcu):
     code, _ = mlonmcu(
         "flow", "run", "kws_dscnn", "-b", "tvmaot", "-t", "ibex", "-c", "ibex.timeout=1", "--no-cache", "-H", ibex_home

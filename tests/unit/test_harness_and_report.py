@@ -10,6 +10,7 @@ from mlonmcu.process import Completed
 from mlonmcu.report.columns import CORE
 from mlonmcu.report.report import export, read, to_frame
 from mlonmcu.session.stages import failure_of
+from mlonmcu.targets import timing
 
 OUTPUT = """noise from the simulator
 MLONMCU BEGIN
@@ -180,38 +181,45 @@ def test_reading_a_report_without_pandas_types_the_columns_as_pandas_does(tmp_pa
     assert values[0][columns.index(col.RUN_CYCLES)] == 5
 
 
-def test_plugin_marks_with_estimated_cycles():
+def test_plugin_marks_carry_class_counts_and_a_model_weighs_them():
+    marks = ((10, "alu=8 load=2"), (20, "alu=14 load=5 cond_taken=1"), (100, "alu=80 load=20"), (130, "alu=90 load=40"))
     lines = [
         "MLONMCU BEGIN",
-        *(f"MLONMCU MARK {i} {n} {c}" for i, (n, c) in enumerate(((10, 15), (20, 31), (100, 160), (130, 200)))),
+        *(f"MLONMCU MARK {i} {n} {counts}" for i, (n, counts) in enumerate(marks)),
         "MLONMCU SETUP status=0 marks=0:1",
-        "MLONMCU RUN sample=0 iteration=0 status=0 marks=2:3",
+        "MLONMCU RUN sample=0 iteration=0 status=0 instructions=31 marks=2:3",  # minstret wins
         "MLONMCU PROFILE kernel=0 calls=1 marks=2:3",
+        "MLONMCU PROFILE kernel=0 calls=1 marks=0:1",
         "MLONMCU END status=0",
     ]
     record = parse("\n".join(lines)).record
-    assert (record.setup.instructions, record.setup.estimated_cycles) == (10, 16)
-    assert (record.runs[0].instructions, record.runs[0].estimated_cycles) == (30, 40)
-    assert record.profile[0].estimated_cycles == 40
+    assert record.setup.instructions == 10 and record.setup.event_counts() == {"alu": 6, "load": 3, "cond_taken": 1}
+    assert record.runs[0].instructions == 31 and record.runs[0].event_counts() == {"alu": 10, "load": 20}
+    assert record.profile[0].event_counts() == {"alu": 16, "load": 23, "cond_taken": 1}  # two calls summed
+    estimated = timing.with_estimates(record, timing.MODELS["ibex-small"])
+    assert estimated.setup.estimated_cycles == 6 * 1 + 3 * 2 + 1 * 2
+    assert estimated.runs[0].estimated_cycles == 10 + 40
     two = parse("MLONMCU BEGIN\nMLONMCU MARK 0 5\nMLONMCU MARK 1 9\nMLONMCU SETUP status=0 marks=0:1\n").record
-    assert two.setup.instructions == 4 and two.setup.estimated_cycles is None
+    assert two.setup.instructions == 4 and two.setup.events == ()
+    assert timing.with_estimates(two, timing.MODELS["cortex-m4"]).setup.estimated_cycles is None
+    with pytest.raises(ValueError, match="ibex-small has no cycles for ldm"):
+        timing.MODELS["ibex-small"].estimate({"ldm": 1})
 
 
-def test_every_instruction_class_of_the_plugin_has_cycles_on_every_timed_core():
+def test_every_class_and_event_of_the_plugin_has_cycles_in_every_model():
     import re
 
     from mlonmcu.data import templates_dir
-    from mlonmcu.targets.timing import TIMINGS, check_core
 
     source = (templates_dir() / "qemu_plugin" / "mlonmcu_insn.c").read_text()
-    names = re.search(r"class_names\[K_COUNT\] = \{(.*?)\};", source, re.S)
-    assert names is not None
-    classes = re.findall(r'"(\w+)"', names.group(1))
-    assert len(classes) > 20
-    for core, table in TIMINGS.items():
-        assert list(table) == classes, core  # the plugin refuses a file that misses one
+    for arch in ("arm", "riscv"):
+        names = re.search(rf"{arch}_names\[\] = \{{(.*?)\}};", source, re.S)
+        assert names is not None, arch
+        assert tuple(re.findall(r'"(\w+)"', names.group(1))) == timing.COUNTED[arch]
+    for model in timing.MODELS.values():
+        assert list(model.cycles) == list(timing.COUNTED[model.arch]), model.name
     with pytest.raises(ValueError, match="cortex-m55 has no published"):
-        check_core("cortex-m55")
+        timing.check_core("cortex-m55")
 
 
 def test_markdown_cells_without_a_figure_are_empty_and_text_is_escaped(tmp_path):
