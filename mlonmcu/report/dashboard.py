@@ -85,6 +85,7 @@ def render(
         "history": history_plots,
         "regressions": [(p, mark) for p in history_plots for mark in p.regressions],
         "profiles": profile_plots,
+        "mix": _mix_table(current),
         "comparison": compared,
         "empty": current.empty and not figs and compared is None,
     }
@@ -136,6 +137,16 @@ def _overview(current: pd.DataFrame) -> str:
 def _summary_columns(current: pd.DataFrame) -> list[str]:
     """The terminal table's columns that have at least one value."""
     return [c for c in col.SUMMARY if c in current and current[c].map(_cell).astype(bool).any()]
+
+
+def _mix_table(current: pd.DataFrame) -> Table | None:
+    """Feature instruction_mix: executed instructions per class, one row per run that counted them."""
+    groups = [c for c in col.MIX if c in current and current[c].notna().any()]
+    if not groups:
+        return None
+    counted = current[current[groups].notna().any(axis=1)]
+    ids = [c for c in (col.RUN, col.MODEL, col.BACKEND, col.TARGET, col.CONFIG, col.RUN_INSTRUCTIONS) if c in current]
+    return _table("mix", counted, [*ids, *groups], _run_class)
 
 
 def _table(name: str, frame: pd.DataFrame, columns: list[str], row_class: Any) -> Table:

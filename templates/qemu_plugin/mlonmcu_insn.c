@@ -203,9 +203,13 @@ static void decode_arm(const char *text, int previous, struct decoded *d) {
     }
   }
   if (k < 0) {
-    /* MVE (Helium) works on integer lanes (.s8, .i16, ...); the FPU's instructions on .f32 or none */
-    const char *suffix = text + n;
-    k = name[0] == 'v' && suffix[0] == '.' && suffix[1] != 'f' ? A_VECTOR : (name[0] == 'v' ? A_FP : A_ALU);
+    /* MVE (Helium) works on integer lanes (.s8, .i16, ...); the FPU's instructions name a float
+     * type (.f32, vcvt.s32.f32) or none */
+    bool lanes = text[n] == '.';
+    for (const char *c = text + n; *c != '\0' && *c != ' ' && *c != '\t'; c++) {
+      lanes = lanes && *c != 'f';
+    }
+    k = name[0] == 'v' ? (lanes ? A_VECTOR : A_FP) : A_ALU;
   }
   bool after_single_transfer = previous == A_LOAD || previous == A_STORE || previous == A_LOAD_PIPELINED ||
                                previous == A_STORE_PIPELINED;

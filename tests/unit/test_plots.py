@@ -230,3 +230,13 @@ def test_rendering_keeps_no_figure_alive(figs):
     for fig in [*figs, *[Figure(f"f{i}", "f", "bars", "m", tiny) for i in range(100)]]:
         fig.render("svg")
     assert live_figures() <= before
+
+
+def test_instruction_mix_is_a_table_of_the_runs_that_counted_it():
+    current = current_frame().assign(**{col.MIX_LOAD: None, col.MIX_MAC: None})
+    assert "mix-section" not in render(current, figs=[])
+    current.loc[0, [col.MIX_LOAD, col.MIX_MAC]] = [123456, 789]
+    html = render(current, figs=[])
+    section = html[html.index('<section id="mix-section">') :]
+    section = section[: section.index("</section>")]
+    assert "<th>Mix Load</th>" in section and "123,456" in section and section.count("<tr") == 2  # header + 1 run
