@@ -70,6 +70,7 @@ class LoadResult:
     samples: str  # where the input samples came from, e.g. "10 from …/input"
     num_samples: int
     reference_error: str = ""  # why there are no reference outputs ("" when there are)
+    oracle: str = ""  # what computed them (models/reference.py: litert, tflm-python)
 
 
 @dataclass(frozen=True)
@@ -273,6 +274,7 @@ class PostprocessInput:
     kernels: tuple[KernelInfo, ...]
     counter: str
     out_dir: Path  # the run's postprocess directory, for the feature's own artifacts
+    oracle: str = ""  # what computed the references: litert, tflm-python, tflm (tflmi on host_x86)
 
 
 def encode(value: Any) -> Any:

@@ -9,6 +9,7 @@ import numpy as np
 from mlonmcu.config import Option
 from mlonmcu.contracts import PostprocessInput, Sample
 from mlonmcu.features.feature import Feature
+from mlonmcu.models.reference import TFLM_PYTHON
 from mlonmcu.report import columns as col
 
 INT_ATOL = 1.0
@@ -51,8 +52,13 @@ class ValidateFeature(Feature):
                 col.VALIDATION_DETAIL: f"no reference outputs: {inp.reference_error or 'missing'}",
             }
         cells = self.compare(inp.outputs, inp.references)
+        cells[col.ORACLE] = inp.oracle
         if self.opt("reference") == "tflm":
             cells[col.VALIDATION_DETAIL] = f"{cells[col.VALIDATION_DETAIL]} (reference: TFLM on the host)"
+        elif inp.oracle == TFLM_PYTHON:
+            cells[col.VALIDATION_DETAIL] = (
+                f"{cells[col.VALIDATION_DETAIL]} (reference: TFLM's Python interpreter; LiteRT refused the model)"
+            )
         return cells
 
     def tolerance(self, dtype: np.dtype) -> tuple[float, float]:

@@ -139,6 +139,7 @@ class TfliteFrontend(Plugin):
     name = "tflite"
     help = "TFLite flatbuffers (.tflite): I/O, operators, MACs, activation lower bound"
     requires = ("litert",)
+    optional = ("tflm_python",)  # the oracle where LiteRT refuses (models/reference.py)
 
     def describe(self, path: Path) -> ModelInfo:
         """Parse, then analyse: only a flatbuffer that does not parse is called corrupt; a model

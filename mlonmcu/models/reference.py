@@ -1,11 +1,15 @@
-"""Reference outputs from LiteRT with its reference kernels (BUILTIN_REF, no delegates).
+"""Reference outputs from LiteRT with its reference kernels (BUILTIN_REF, no delegates), or,
+where LiteRT refuses or crashes on the model, from TFLite Micro's Python interpreter (PyPI
+`tflite-micro`, its reference kernels on the host).
 
-These are the same integer kernels TFLite Micro uses, so they are the yardstick for
-bit-exactness; XNNPACK (LiteRT's default) rounds differently.
+LiteRT's reference kernels are the integer kernels TFLite Micro uses, so they are the yardstick
+for bit-exactness; XNNPACK (LiteRT's default) rounds differently. TFLM has kernels LiteRT's
+reference resolver lacks (int8 ELU, 16x8 TRANSPOSE_CONV, ...): for those models its interpreter
+is the oracle, and the report's Oracle column says so.
 
-LiteRT runs in a child process: on some valid models (e.g. TFLite Micro's SVDF test model) its
-reference kernels crash with a segmentation fault or a heap corruption, which in-process would
-take the whole session down. A crash here means "no reference", named, like a refusal.
+Each oracle runs in a child process: on some valid models (e.g. TFLite Micro's SVDF test model)
+LiteRT's reference kernels crash with a segmentation fault or a heap corruption, which in-process
+would take the whole session down. A crash means "no reference from it", named, like a refusal.
 """
 
 from __future__ import annotations
@@ -25,25 +29,42 @@ TIMEOUT = 600.0  # seconds; the reference kernels are slow on big models, never 
 _REFUSED = 3  # exit code of the child when LiteRT refuses the model (message on stderr)
 
 
-def reference_outputs(model_path: Path, samples: list[Sample]) -> list[Sample]:
+LITERT = "litert"
+TFLM_PYTHON = "tflm-python"
+ORACLES = {LITERT: "LiteRT (reference kernels)", TFLM_PYTHON: "TFLM Python interpreter"}
+
+
+def reference_outputs(model_path: Path, samples: list[Sample]) -> tuple[list[Sample], str]:
+    """The reference outputs and the oracle that computed them: LiteRT, else TFLM's interpreter."""
+    try:
+        return _child(LITERT, model_path, samples), LITERT
+    except ModelError as refused:
+        try:
+            return _child(TFLM_PYTHON, model_path, samples), TFLM_PYTHON
+        except ModelError as err:
+            raise ModelError(f"{refused}; {err}") from None
+
+
+def _child(oracle: str, model_path: Path, samples: list[Sample]) -> list[Sample]:
     from mlonmcu.process import run, tail
 
+    name = ORACLES[oracle].split(" (")[0]
     with tempfile.TemporaryDirectory(prefix="mlonmcu-reference-") as tmp:
         inputs, outputs = Path(tmp) / "inputs.npz", Path(tmp) / "outputs.npz"
         save_samples(inputs, samples)
-        argv = [sys.executable, "-m", "mlonmcu.models.reference", str(model_path), str(inputs), str(outputs)]
+        argv = [sys.executable, "-m", "mlonmcu.models.reference", oracle, str(model_path), str(inputs), str(outputs)]
         try:
-            done = run(argv, timeout=TIMEOUT, check=False, what="LiteRT reference")
+            done = run(argv, timeout=TIMEOUT, check=False, what=f"{name} reference")
         except RunTimeout as err:
-            raise ModelError(f"LiteRT did not finish {model_path.name} ({err})") from None
+            raise ModelError(f"{name} did not finish {model_path.name} ({err})") from None
         message = tail(done.output, 1).strip()[:500] or "no message"
         if done.returncode == _REFUSED:
-            raise ModelError(f"LiteRT cannot load {model_path.name}: {message}")
+            raise ModelError(f"{name} cannot load {model_path.name}: {message}")
         if done.returncode < 0:
-            name = signal.Signals(-done.returncode).name
-            raise ModelError(f"LiteRT's reference kernels crashed on {model_path.name} ({name})")
+            signame = signal.Signals(-done.returncode).name
+            raise ModelError(f"{name}'s reference kernels crashed on {model_path.name} ({signame})")
         if done.returncode != 0:
-            raise ModelError(f"LiteRT failed on {model_path.name} (exit {done.returncode}): {message}")
+            raise ModelError(f"{name} failed on {model_path.name} (exit {done.returncode}): {message}")
         return load_samples(outputs)
 
 
@@ -69,6 +90,31 @@ def _invoke(model_path: Path, samples: list[Sample]) -> list[Sample]:
     return results
 
 
+def _invoke_tflm(model_path: Path, samples: list[Sample]) -> list[Sample]:
+    from tflite_micro.python.tflite_micro import runtime
+
+    try:
+        interp = runtime.Interpreter.from_file(str(model_path))
+    except Exception as err:
+        print(f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}", file=sys.stderr)
+        sys.exit(_REFUSED)
+    results: list[Sample] = []
+    for sample in samples:
+        for index, value in enumerate(sample):
+            detail = interp.get_input_details(index)
+            interp.set_input(value.reshape(detail["shape"]).astype(detail["dtype"]), index)
+        interp.invoke()
+        outputs: list[np.ndarray] = []
+        while True:
+            try:
+                outputs.append(np.array(interp.get_output(len(outputs))))
+            except IndexError:
+                break
+        results.append(outputs)
+    return results
+
+
 if __name__ == "__main__":
-    model, given, written = (Path(a) for a in sys.argv[1:4])
-    save_samples(written, _invoke(model, load_samples(given)))
+    oracle, (model, given, written) = sys.argv[1], (Path(a) for a in sys.argv[2:5])
+    invoke = _invoke_tflm if oracle == TFLM_PYTHON else _invoke
+    save_samples(written, invoke(model, load_samples(given)))

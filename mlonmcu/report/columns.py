@@ -83,6 +83,7 @@ RUN_TIME = "Run Time [s]"
 RUN_TIME_MIN = "Run Time Min [s]"  # the fastest of the mlif.repeat inferences: what compare gates wall-clock on
 STACK_USED = "Stack Used"  # peak stack measured by stack painting (bare-metal targets)
 VALIDATION_DETAIL = "Validation Detail"
+ORACLE = "Oracle"  # what computed the reference outputs validate compared with (models/reference.py)
 FLOAT_OPS = "Float Ops"  # operators the integer lowering left in float (tvmaot.quant=integer)
 PROFILE_KERNELS = "Profile Kernels"  # feature profile: kernels measured, their sum, the float share, the slowest
 PROFILE_TOTAL = "Profile Total"
@@ -145,6 +146,7 @@ EXTRA = (
     RUN_TIME_MIN,
     STACK_USED,
     VALIDATION_DETAIL,
+    ORACLE,
     FLOAT_OPS,
     PROFILE_KERNELS,
     PROFILE_TOTAL,

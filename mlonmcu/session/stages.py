@@ -32,7 +32,7 @@ from mlonmcu.errors import MlonmcuError, ModelError, StageError
 from mlonmcu.features.feature import Feature
 from mlonmcu.hashing import code_fingerprint, tree_hash, value_hash
 from mlonmcu.models.model import Model
-from mlonmcu.models.reference import reference_outputs
+from mlonmcu.models.reference import LITERT, reference_outputs
 from mlonmcu.models.samples import load_samples, prepare_inputs, save_samples
 from mlonmcu.platforms import harness
 from mlonmcu.platforms.mlif import MlifPlatform
@@ -170,35 +170,38 @@ class RunContext:
             raise StageError(f"internal: {stage.name} has not run")
         return value
 
-    def references(self) -> tuple[list[Sample] | None, str]:
-        """The reference outputs and, when there are none, why: LiteRT's from LOAD, or the
-        oracle run's (validate.reference=tflm), whose stages run here, cached like any run's."""
+    def references(self) -> tuple[list[Sample] | None, str, str]:
+        """The reference outputs, the oracle that computed them and, when there are none, why:
+        LOAD's (LiteRT, else TFLM's Python interpreter), or the oracle run's
+        (validate.reference=tflm), whose stages run here, cached like any run's."""
         oracle = self.spec.oracle
         if oracle is None:
             loaded = self.needs(self.loaded, Stage.LOAD)
             reference = self.stage_dir(Stage.LOAD) / REFERENCE_FILE
             if loaded.reference_error or not reference.is_file():
-                return None, loaded.reference_error or "missing"
-            return load_samples(reference), ""
+                return None, "", loaded.reference_error or "missing"
+            return load_samples(reference), loaded.oracle or LITERT, ""
+        name = f"tflm (tflmi on {oracle.target})"
         if oracle.missing:
-            return None, f"the TFLM oracle cannot run: {oracle.missing}"
+            return None, name, f"the TFLM oracle cannot run: {oracle.missing}"
         try:
             ctx = RunContext.create(oracle)
             for stage in stages_of(oracle):
                 STAGE_FUNCTIONS[stage](ctx)
         except MlonmcuError as err:
-            return None, f"TFLM (tflmi on {oracle.target}) did not run the model: {err}"
-        return load_samples(ctx.stage_dir(Stage.RUN) / OUTPUTS_FILE), ""
+            return None, name, f"TFLM (tflmi on {oracle.target}) did not run the model: {err}"
+        return load_samples(ctx.stage_dir(Stage.RUN) / OUTPUTS_FILE), name, ""
 
     def postprocess_input(self) -> PostprocessInput:
         ran = self.needs(self.ran, Stage.RUN)
         outputs = self.stage_dir(Stage.RUN) / OUTPUTS_FILE
-        references, reference_error = self.references()
+        references, oracle, reference_error = self.references()
         return PostprocessInput(
             model=self.model.name,
             outputs=load_samples(outputs) if outputs.is_file() else [],
             references=references,
             reference_error=reference_error,
+            oracle=oracle,
             harness=ran.harness,
             kernels=self.built.kernels if self.built else (),
             counter=ran.counter,
@@ -223,12 +226,13 @@ def load(ctx: RunContext) -> LoadResult:
         info = frontend.describe(model.path)
         samples, origin = prepare_inputs(model, info.inputs, count)
         save_samples(out / INPUTS_FILE, samples)
-        reference_error = ""
+        reference_error, oracle = "", ""
         try:
-            save_samples(out / REFERENCE_FILE, reference_outputs(model.path, samples))
+            references, oracle = reference_outputs(model.path, samples)
+            save_samples(out / REFERENCE_FILE, references)
         except ModelError as err:
             reference_error = str(err)
-        return LoadResult(info, origin, len(samples), reference_error)
+        return LoadResult(info, origin, len(samples), reference_error, oracle)
 
     ctx.loaded = ctx.execute(Stage.LOAD, parts, compute, LoadResult)
     return ctx.loaded

@@ -37,6 +37,14 @@ class LitertComponent(PythonComponent):
     module = "ai_edge_litert"
 
 
+class TflmPythonComponent(PythonComponent):
+    name = "tflm_python"
+    help = "TFLite Micro's Python interpreter: reference outputs where LiteRT refuses or crashes on a model"
+    distribution = "tflite-micro"
+    pin = "0.dev20261023182759"
+    module = "tflite_micro"
+
+
 class CmakeComponent(AptComponent):
     name = "cmake"
     help = "CMake and make, which build every firmware; ccache, which shares compiled library sources"

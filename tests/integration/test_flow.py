@@ -209,6 +209,35 @@ def test_tflm_oracle_without_tflm_says_no_reference(tmp_path, mlonmcu):
     assert "TFLM oracle cannot run" in row["Validation Detail"] and "mlonmcu setup tflm" in row["Validation Detail"]
 
 
+def test_a_model_litert_refuses_is_judged_by_tflms_python_interpreter(integration_home, mlonmcu, tmp_path):
+    """LiteRT's reference resolver has no int8 ELU: TFLM's Python interpreter (PyPI tflite-micro)
+    computes the references, the Oracle column names it, and the verdict is a real one."""
+    import numpy as np
+    import yaml
+    from tflite_builder import Op, build, q, write
+
+    from mlonmcu.errors import ModelError
+    from mlonmcu.models.reference import LITERT, _child
+
+    shape = (1, 6, 5, 8)
+    model = write(
+        tmp_path, "elu", build([q(shape, 0.04, -7), q(shape, 0.05, 3)], [Op("ELU", [0], [1], version=2)], [0], [1])
+    )
+    with pytest.raises(ModelError, match=r"LiteRT cannot load elu\.tflite"):
+        _child(LITERT, model, [[np.zeros(shape, np.int8)]])
+    args = ["flow", "run", model, "kws_dscnn", "-b", "tvmaot", "-t", "host_x86", "-t", "spike", "-f", "validate"]
+    code, output = mlonmcu(*args, "-c", "tvmaot.importer=direct", "-c", "validate.samples=3", "-H", integration_home)
+    assert code == 0, output
+    frame = report(integration_home).set_index(["Model", "Target"])
+    assert (frame["Validation"] == "pass").all(), frame["Validation Detail"]
+    elu = frame.loc["elu"]
+    assert (elu["Oracle"] == "tflm-python").all() and (elu["Max Abs Error"] == 0).all()
+    assert elu["Validation Detail"].str.contains("TFLM's Python interpreter; LiteRT refused").all()
+    assert (frame.loc["kws_dscnn", "Oracle"] == LITERT).all()
+    run = yaml.safe_load((integration_home / "sessions" / "latest" / "runs" / "0" / "run.yml").read_text())
+    assert run["components"]["tflm_python"]["version"]  # the oracle's version is recorded with the run
+
+
 def test_a_hybrid_model_is_named_as_such(integration_home, mlonmcu, tmp_path):
     from tflite_builder import hybrid_model
 
@@ -268,7 +297,8 @@ def test_float_lstm_runs_and_keeps_its_state(integration_home, mlonmcu, tmp_path
     }
     models = [write(tmp_path, name, model) for name, model in built.items()]
     x = np.random.default_rng(1).uniform(-1, 1, (1, 5, 8)).astype(np.float32)
-    first, second = reference_outputs(models[0], [[x], [x]])
+    (first, second), oracle = reference_outputs(models[0], [[x], [x]])
+    assert oracle == "litert"
     assert not np.allclose(first[0], second[0]), "the same input twice: the state changes the outputs"
     args = ["flow", "run", *models, "-b", "tvmaot", "-t", "host_x86", "-f", "validate", "-c", "validate.samples=4"]
     code, output = mlonmcu(*args, "-H", integration_home)
