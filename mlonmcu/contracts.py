@@ -260,6 +260,7 @@ class RunResult:
     harness: HarnessRecord
     counter: str  # minstret, wallclock, qemu-plugin, systick, dwt, none
     timing_model: str = ""  # the model behind the Estimated Cycles (targets/timing.py), if any
+    arena_size: int | None = None  # found by an interpreting target (host_py); a firmware's is the COMPILE's
 
 
 @dataclass(frozen=True)

@@ -91,27 +91,14 @@ def _invoke(model_path: Path, samples: list[Sample]) -> list[Sample]:
 
 
 def _invoke_tflm(model_path: Path, samples: list[Sample]) -> list[Sample]:
-    from tflite_micro.python.tflite_micro import runtime
+    from mlonmcu.backends.tflm import interpreter
 
     try:
-        interp = runtime.Interpreter.from_file(str(model_path))
+        interp = interpreter.open_interpreter(model_path)
     except Exception as err:
         print(f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}", file=sys.stderr)
         sys.exit(_REFUSED)
-    results: list[Sample] = []
-    for sample in samples:
-        for index, value in enumerate(sample):
-            detail = interp.get_input_details(index)
-            interp.set_input(value.reshape(detail["shape"]).astype(detail["dtype"]), index)
-        interp.invoke()
-        outputs: list[np.ndarray] = []
-        while True:
-            try:
-                outputs.append(np.array(interp.get_output(len(outputs))))
-            except IndexError:
-                break
-        results.append(outputs)
-    return results
+    return [interpreter.invoke(interp, sample) for sample in samples]
 
 
 if __name__ == "__main__":

@@ -86,13 +86,23 @@ class _Components:
         return {**found, **optional}, missing
 
 
-def _plugins(frontend: str, backend: str, platform: str, target: str, features: list[str]) -> dict[str, Any]:
-    """The plugin classes one run uses, by name (the names are their config scopes)."""
+def plugins_of(frontend: str, backend: str, platform: str, target: str, features: list[str]) -> dict[str, Any]:
+    """The plugin classes one run uses, by name (the names are their config scopes). On a target
+    that interprets the model itself (host_py) no firmware is built: neither the backend's
+    settings and components nor the platform's are used."""
+    target_class = registry.TARGETS.get(target)
+    firmware = (
+        {}
+        if target_class.interpreter
+        else {
+            backend: registry.BACKENDS.get(backend),
+            platform: registry.PLATFORMS.get(platform),
+        }
+    )
     return {
         frontend: registry.FRONTENDS.get(frontend),
-        backend: registry.BACKENDS.get(backend),
-        platform: registry.PLATFORMS.get(platform),
-        target: registry.TARGETS.get(target),
+        **firmware,
+        target: target_class,
         **{f: registry.FEATURES.get(f) for f in features},
     }
 
@@ -128,7 +138,7 @@ ORACLE_BACKEND, ORACLE_TARGET = "tflmi", "host_x86"
 def _oracle(spec: RunSpec, components: _Components, defaults: dict[str, Any]) -> RunSpec:
     """validate.reference=tflm: TFLM's reference kernels on the host, on the run's own samples
     (same model, same `validate.samples`: the same LOAD entry); its outputs are the reference."""
-    plugins = _plugins(spec.frontend, ORACLE_BACKEND, spec.platform, ORACLE_TARGET, ["validate"])
+    plugins = plugins_of(spec.frontend, ORACLE_BACKEND, spec.platform, ORACLE_TARGET, ["validate"])
     scopes = {name: tuple(cls.options) for name, cls in plugins.items()}
     found, missing = components.of(plugins)
     user = {"validate.samples": str(spec.config["validate.samples"])}
@@ -181,7 +191,7 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
     for model in models:
         for backend in backends:
             for target in targets:
-                plugins = _plugins(request.frontend, backend, platform, target, features)
+                plugins = plugins_of(request.frontend, backend, platform, target, features)
                 scopes = {name: tuple(cls.options) for name, cls in plugins.items()}
                 readable = {f"{name}.{o.name}" for name, options in scopes.items() for o in options}
                 used_keys |= readable & set(request.config)

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from mlonmcu import __version__, registry
+from mlonmcu import __version__
 from mlonmcu.atomic import write_text
 from mlonmcu.environment import Environment
 from mlonmcu.errors import MlonmcuError
@@ -39,6 +39,7 @@ from mlonmcu.hashing import file_hash
 from mlonmcu.logs import SESSION_LOG
 from mlonmcu.report import columns as col
 from mlonmcu.session.executor import DaskExecutor
+from mlonmcu.session.plan import plugins_of
 from mlonmcu.session.run import RunOutcome, execute_run, failed_row
 from mlonmcu.session.spec import ModelRef, RunSpec
 from mlonmcu.setup import installer
@@ -228,13 +229,7 @@ def _mtime(path: Path) -> float:
 
 def _needed(spec: RunSpec) -> tuple[list[str], list[str]]:
     """The components the run's plugins require and may use (as plan.py computes them)."""
-    plugins = [
-        registry.FRONTENDS.get(spec.frontend),
-        registry.BACKENDS.get(spec.backend),
-        registry.PLATFORMS.get(spec.platform),
-        registry.TARGETS.get(spec.target),
-        *(registry.FEATURES.get(f) for f in spec.features),
-    ]
+    plugins = plugins_of(spec.frontend, spec.backend, spec.platform, spec.target, spec.features).values()
     required = list(dict.fromkeys(c for cls in plugins for c in cls.requires))
     optional = list(dict.fromkeys(c for cls in plugins for c in cls.optional if c not in required))
     return required, optional

@@ -168,6 +168,8 @@ def fill_row(ctx: RunContext, row: dict[str, Any]) -> None:
             row[col.ARENA_SIZE] = ctx.compiled.arena_size
     if ctx.ran is not None:
         fill_measurements(row, ctx.ran)
+        if ctx.ran.arena_size:
+            row[col.ARENA_SIZE] = ctx.ran.arena_size
 
 
 def fill_measurements(row: dict[str, Any], ran: RunResult) -> None:

@@ -357,38 +357,79 @@ def _calibrate_arena(
 
 def run(ctx: RunContext) -> RunResult:
     target = ctx.target
+    if target.interpreter:
+        return _interpret(ctx)
     compiled = ctx.needs(ctx.compiled, Stage.COMPILE)
     built = ctx.needs(ctx.built, Stage.BUILD)
-    info = ctx.needs(ctx.loaded, Stage.LOAD).info
     elf = ctx.stage_dir(Stage.COMPILE) / compiled.elf
     parts = {
         "elf": ctx.manifest.sha256(f"compile/{compiled.elf}"),
         "target": target.name,
         "settings": target.run_settings(),
         "versions": ctx.versions(target),
-        # the printed bytes become arrays of the model's output types and shapes: two models can
-        # share one firmware (an elementwise model over 2×160×8 values and its twin over 2×80×16)
-        "outputs": [[t.dtype, list(t.shape)] for t in info.outputs],
+        **_output_types(ctx),
     }
 
     def compute(out: Path) -> RunResult:
-        completed = target.execute(elf, ctx.log(Stage.RUN))
-        (out / RUN_OUTPUT).write_text(completed.output)
-        parsed = harness.parse(completed.output)
-        record = target.adjust(parsed.record)
-        failure = failure_of(parsed, completed, built.status_messages)
-        if failure:
-            raise StageError(failure)
-        outputs = [
-            [np.frombuffer(parsed.outputs[s][i], dtype=t.dtype).reshape(t.shape) for i, t in enumerate(info.outputs)]
-            for s in sorted(parsed.outputs)
-        ]
-        save_samples(out / OUTPUTS_FILE, outputs)
-        model = target.timing_model()
-        return RunResult(record, target.profile().counter, model.name if model is not None else "")
+        return _ran(ctx, target.execute(elf, ctx.log(Stage.RUN)), out, built.status_messages)
 
     ctx.ran = ctx.execute(Stage.RUN, parts, compute, RunResult, cacheable=target.deterministic)
     return ctx.ran
+
+
+def _output_types(ctx: RunContext) -> dict[str, Any]:
+    # the printed bytes become arrays of the model's output types and shapes: two models can
+    # share one firmware (an elementwise model over 2×160×8 values and its twin over 2×80×16)
+    info = ctx.needs(ctx.loaded, Stage.LOAD).info
+    return {"outputs": [[t.dtype, list(t.shape)] for t in info.outputs]}
+
+
+def _interpret(ctx: RunContext) -> RunResult:
+    """A target that runs the model file in its framework's own interpreter (host_py): no
+    firmware; the interpreter prints the harness's lines, so the rest is a firmware run's."""
+    target, backend = ctx.target, ctx.backend
+    if backend.framework != target.interpreter:
+        backends = [b.name for b in registry.BACKENDS if b.framework == target.interpreter]
+        raise StageError(
+            f"target {target.name} runs the model in {target.interpreter}'s own interpreter, not with backend "
+            f"{backend.name} ({backend.framework}): use -b {' or -b '.join(backends)} there, or -t host_x86 to "
+            f"run {backend.name} on this machine"
+        )
+    inputs = ctx.stage_dir(Stage.LOAD) / INPUTS_FILE
+    parts = {
+        "model": ctx.spec.model.sha256,
+        "samples": ctx.manifest.sha256(f"load/{INPUTS_FILE}"),
+        "target": target.name,
+        "settings": target.run_settings(),
+        "versions": ctx.versions(target),
+        **_output_types(ctx),
+    }
+
+    def compute(out: Path) -> RunResult:
+        return _ran(ctx, target.interpret(ctx.model.path, inputs, ctx.log(Stage.RUN)), out, {})
+
+    ctx.ran = ctx.execute(Stage.RUN, parts, compute, RunResult, cacheable=target.deterministic)
+    return ctx.ran
+
+
+def _ran(ctx: RunContext, completed: Completed, out: Path, messages: dict[int, str]) -> RunResult:
+    """What a run printed → its outputs (saved in `out`) and records; StageError if it failed."""
+    target = ctx.target
+    info = ctx.needs(ctx.loaded, Stage.LOAD).info
+    (out / RUN_OUTPUT).write_text(completed.output)
+    parsed = harness.parse(completed.output)
+    record = target.adjust(parsed.record)
+    failure = failure_of(parsed, completed, messages)
+    if failure:
+        raise StageError(failure)
+    outputs = [
+        [np.frombuffer(parsed.outputs[s][i], dtype=t.dtype).reshape(t.shape) for i, t in enumerate(info.outputs)]
+        for s in sorted(parsed.outputs)
+    ]
+    save_samples(out / OUTPUTS_FILE, outputs)
+    model = target.timing_model()
+    arena = parsed.arena_needed if target.interpreter else None  # a firmware's is measured at COMPILE
+    return RunResult(record, target.profile().counter, model.name if model is not None else "", arena)
 
 
 def _exit_status(code: int) -> str:
@@ -431,8 +472,10 @@ COMPUTED_STAGES = (Stage.LOAD, Stage.BUILD, Stage.COMPILE, Stage.RUN)
 
 
 def stages_of(spec: RunSpec) -> list[Stage]:
-    """The computed stages a run of `spec` goes through (up to its `until`)."""
-    return [stage for stage in COMPUTED_STAGES if stage <= spec.until]
+    """The computed stages a run of `spec` goes through (up to its `until`); a target that
+    interprets the model itself (host_py) has no firmware to BUILD and COMPILE."""
+    firmware = not registry.TARGETS.get(spec.target).interpreter
+    return [s for s in COMPUTED_STAGES if s <= spec.until and (firmware or s not in (Stage.BUILD, Stage.COMPILE))]
 
 
 def cached_stages(spec: RunSpec) -> list[str]:

@@ -25,6 +25,9 @@ def timeout_option(default: float) -> Option:
 class Target(Plugin):
     deterministic: ClassVar[bool] = True  # may RUN results be cached?
     hardware: ClassVar[bool] = False  # running needs a device attached (not just a program)
+    # the framework whose own interpreter runs the model file on this target (host_py: "tflm"):
+    # no firmware, so no BUILD, COMPILE or platform; "" for every firmware target
+    interpreter: ClassVar[str] = ""
 
     def profile(self) -> TargetProfile:
         raise NotImplementedError
@@ -53,4 +56,9 @@ class Target(Plugin):
 
     def execute(self, elf: Path, log: Path) -> Completed:
         """Run the firmware, return its output; raise RunTimeout/ToolError on failure."""
+        raise NotImplementedError
+
+    def interpret(self, model: Path, inputs: Path, log: Path) -> Completed:
+        """A target with an `interpreter`: run the model on the samples in `inputs`, printing the
+        harness's lines as a firmware would."""
         raise NotImplementedError

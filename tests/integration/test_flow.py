@@ -238,6 +238,45 @@ def test_a_model_litert_refuses_is_judged_by_tflms_python_interpreter(integratio
     assert run["components"]["tflm_python"]["version"]  # the oracle's version is recorded with the run
 
 
+def test_host_py_runs_tflmi_in_tflms_python_interpreter_without_firmware(integration_home, mlonmcu):
+    """host_py: no BUILD, no COMPILE (no TFLM source needed), validated outputs, the smallest arena
+    TFLM allocates the model in, wall-clock time; a backend of another framework is refused by name."""
+    from mlonmcu.backends.tflm import interpreter
+    from mlonmcu.models.model import find_model
+
+    args = [
+        "flow",
+        "run",
+        "kws_dscnn",
+        "kws_dscnn_fp32",
+        "-b",
+        "tflmi",
+        "-b",
+        "tvmaot",
+        "-t",
+        "host_py",
+        "-f",
+        "validate",
+    ]
+    code, output = mlonmcu(*args, "-c", "validate.samples=3", "-H", integration_home)
+    assert code == 1, output  # the tvmaot rows fail
+    frame = report(integration_home)
+    tflm = frame[frame.Backend == "tflmi"].set_index("Model")
+    assert (tflm["Validation"] == "pass").all(), tflm["Validation Detail"]
+    assert (tflm["Counter"] == "interpreter-wallclock").all() and (tflm["Run Time [s]"] > 0).all()
+    assert tflm["Total ROM"].isna().all()  # no firmware, no ROM
+    for name, row in tflm.iterrows():
+        run_dir = integration_home / "sessions" / "latest" / "runs" / str(row["Run"])
+        assert not (run_dir / "build").exists() and not (run_dir / "compile").exists()
+        model = find_model(str(name), [Path(__file__).parents[2] / "resources" / "models"]).path
+        arena = int(row["Arena Size"])
+        interpreter.open_interpreter(model, arena)  # the model fits ...
+        with pytest.raises(RuntimeError):  # ... and 16 bytes less do not
+            interpreter.open_interpreter(model, arena - 16)
+    tvm = frame[frame.Backend == "tvmaot"]
+    assert tvm["Failing"].all() and tvm["Reason"].str.contains("use -b tflmi there, or -t host_x86").all()
+
+
 def test_a_hybrid_model_is_named_as_such(integration_home, mlonmcu, tmp_path):
     from tflite_builder import hybrid_model
 

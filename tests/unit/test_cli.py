@@ -46,7 +46,7 @@ def test_init_renders_a_template(tmp_path, mlonmcu):
     code, output = mlonmcu("init", tmp_path / "h", "--template", "host")
     assert code == 0, output
     env = Environment.load(tmp_path / "h")
-    assert env.enabled["targets"] == ["host_x86"]
+    assert env.enabled["targets"] == ["host_x86", "host_py"]
     code, output = mlonmcu("init", tmp_path / "h")
     assert code == 2 and "already exists" in output
     code, output = mlonmcu("init", tmp_path / "x", "--template", "nope")
@@ -56,7 +56,7 @@ def test_init_renders_a_template(tmp_path, mlonmcu):
 def test_init_takes_the_home_as_minus_h_like_every_other_command(tmp_path, mlonmcu):
     code, output = mlonmcu("init", "-H", tmp_path / "h", "--template", "host")
     assert code == 0, output
-    assert Environment.load(tmp_path / "h").enabled["targets"] == ["host_x86"]
+    assert Environment.load(tmp_path / "h").enabled["targets"] == ["host_x86", "host_py"]
     code, output = mlonmcu("init", tmp_path / "a", "-H", tmp_path / "b")
     assert code == 2 and "two homes given" in output
 
