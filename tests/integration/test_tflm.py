@@ -103,6 +103,22 @@ def test_tflmi_beside_tvmaot_on_host_and_spike(tflm_home, mlonmcu):
     assert tflm.loc["host_x86", "Arena Size"] >= tflm.loc["spike", "Arena Size"]
 
 
+def test_host_py_computes_what_the_tflmi_firmware_computes(tflm_home, mlonmcu):
+    """tflmi on host_py (TFLM's Python interpreter, no firmware): the outputs of the firmware on
+    Spike, sample by sample; the arena is the host's (64-bit pointers, as on host_x86) plus the
+    recording allocator the Python interpreter keeps in it (a few hundred bytes)."""
+    args = ["flow", "run", "kws_dscnn", "-b", "tflmi", "-t", "spike", "-t", "host_x86", "-t", "host_py"]
+    code, output = mlonmcu(*args, "-f", "validate", "-c", "validate.samples=3", "-H", tflm_home)
+    assert code == 0, output
+    frame = report(tflm_home).set_index("Target")
+    assert (frame.Validation == "pass").all(), frame["Validation Detail"]
+    firmware, python = (outputs(tflm_home, int(frame.loc[t, "Run"])) for t in ("spike", "host_py"))
+    assert len(python) == 3 and all(np.array_equal(a, b) for a, b in zip(firmware, python, strict=True))
+    host, interpreted = frame.loc["host_x86", "Arena Size"], frame.loc["host_py", "Arena Size"]
+    assert host <= interpreted <= host + 1024, (host, interpreted)
+    assert frame.loc["host_py", "Counter"] == "interpreter-wallclock"
+
+
 def test_a_second_session_does_not_rebuild_the_library(tflm_home, mlonmcu):
     code, output = mlonmcu("flow", "run", "kws_dscnn", "-b", "tflmi", "-t", "spike", "-H", tflm_home)
     assert code == 0, output
