@@ -17,6 +17,7 @@ from mlonmcu.setup.deps import Installed
 
 class Backend(Plugin):
     framework: ClassVar[str]
+    formats: ClassVar[tuple[str, ...]] = ("tflite",)  # the frontends whose models it builds (ModelInfo.frontend)
 
     def __init__(
         self,

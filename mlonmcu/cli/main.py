@@ -240,9 +240,9 @@ def models(home: str | None, create: bool, detailed: bool, **_: Any) -> None:
     """List the models found in the model directories (and model groups)."""
     import pandas as pd
 
+    from mlonmcu import registry
     from mlonmcu.cli.output import print_frame
-    from mlonmcu.models.frontend import TfliteFrontend
-    from mlonmcu.models.model import list_models, model_groups
+    from mlonmcu.models.model import frontend_name, list_models, model_groups
 
     e = _environment(home, create)
     rows = []
@@ -250,7 +250,7 @@ def models(home: str | None, create: bool, detailed: bool, **_: Any) -> None:
         row = {"model": model.name, "size": model.path.stat().st_size, "path": str(model.path)}
         if detailed:
             try:
-                info = TfliteFrontend().describe(model.path)
+                info = registry.FRONTENDS.get(frontend_name(model.path))().describe(model.path)
                 row.update(
                     {
                         "inputs": "; ".join(f"{t.name} {t.dtype}{t.shape}" for t in info.inputs),
@@ -374,7 +374,7 @@ def _flow_command(stage: str) -> click.Command:
     @click.command(
         name=stage,
         help=f"Run models through LOAD … {stage.upper()} and report.\n\n"
-        "MODEL is a name from the model directories, a model group or a .tflite path.",
+        "MODEL is a name from the model directories, a model group or a .tflite/.onnx path.",
         epilog=FLOW_EPILOG,
     )
     @click.argument("models", nargs=-1)
@@ -452,7 +452,7 @@ def _flow_command(stage: str) -> click.Command:
             )
             return
         if not models:
-            raise ConfigError("no model given: name one (see `mlonmcu models`), a model group or a .tflite path")
+            raise ConfigError("no model given: name one (see `mlonmcu models`), a model group or a .tflite/.onnx path")
         _report_session(
             lambda **kw: api.flow(
                 models,

@@ -138,6 +138,7 @@ class TfliteFrontend(Plugin):
 
     name = "tflite"
     help = "TFLite flatbuffers (.tflite): I/O, operators, MACs, activation lower bound"
+    suffixes = (".tflite",)
     requires = ("litert",)
     optional = ("tflm_python",)  # the oracle where LiteRT refuses (models/reference.py)
 

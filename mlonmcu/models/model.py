@@ -11,7 +11,7 @@ import yaml
 from mlonmcu.config import closest
 from mlonmcu.errors import ModelError
 
-MODEL_SUFFIXES = (".tflite",)
+MODEL_SUFFIXES = (".tflite", ".onnx")  # the files a model directory's models are (frontends' `suffixes`)
 GROUPS_FILE = "modelgroups.yml"
 
 
@@ -67,6 +67,18 @@ def find_model(spec: str, model_dirs: list[Path]) -> Model:
     known = [m.name for m in list_models(model_dirs)]
     dirs = ", ".join(str(d) for d in model_dirs) or "none"
     raise ModelError(f"unknown model '{spec}'{closest(spec, known)}: not found in the model directories ({dirs})")
+
+
+def frontend_name(path: Path) -> str:
+    """The frontend that reads a model file, by its suffix: each frontend declares its `suffixes`.
+    A file given by path with another suffix is read as TFLite, whose check of the flatbuffer's
+    identifier then names what is wrong with it."""
+    from mlonmcu import registry
+
+    for cls in registry.FRONTENDS:
+        if path.suffix.lower() in cls.suffixes:
+            return str(cls.name)
+    return "tflite"
 
 
 def list_models(model_dirs: list[Path]) -> list[Model]:

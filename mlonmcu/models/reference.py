@@ -5,7 +5,7 @@ where LiteRT refuses or crashes on the model, from TFLite Micro's Python interpr
 LiteRT's reference kernels are the integer kernels TFLite Micro uses, so they are the yardstick
 for bit-exactness; XNNPACK (LiteRT's default) rounds differently. TFLM has kernels LiteRT's
 reference resolver lacks (int8 ELU, 16x8 TRANSPOSE_CONV, ...): for those models its interpreter
-is the oracle, and the report's Oracle column says so.
+is the oracle, and the report's Oracle column says so. ONNX models are judged by onnxruntime.
 
 Each oracle runs in a child process: on some valid models (e.g. TFLite Micro's SVDF test model)
 LiteRT's reference kernels crash with a segmentation fault or a heap corruption, which in-process
@@ -31,11 +31,21 @@ _REFUSED = 3  # exit code of the child when LiteRT refuses the model (message on
 
 LITERT = "litert"
 TFLM_PYTHON = "tflm-python"
-ORACLES = {LITERT: "LiteRT (reference kernels)", TFLM_PYTHON: "TFLM Python interpreter"}
+ONNXRUNTIME = "onnxruntime"
+ORACLES = {
+    LITERT: "LiteRT (reference kernels)",
+    TFLM_PYTHON: "TFLM Python interpreter",
+    ONNXRUNTIME: "onnxruntime (CPU execution provider)",
+}
 
 
 def reference_outputs(model_path: Path, samples: list[Sample]) -> tuple[list[Sample], str]:
-    """The reference outputs and the oracle that computed them: LiteRT, else TFLM's interpreter."""
+    """The reference outputs and the oracle that computed them: for a TFLite model LiteRT, else
+    TFLM's interpreter; for an ONNX model onnxruntime."""
+    from mlonmcu.models.model import frontend_name
+
+    if frontend_name(model_path) == "onnx":
+        return _child(ONNXRUNTIME, model_path, samples), ONNXRUNTIME
     try:
         return _child(LITERT, model_path, samples), LITERT
     except ModelError as refused:
@@ -101,7 +111,26 @@ def _invoke_tflm(model_path: Path, samples: list[Sample]) -> list[Sample]:
     return [interpreter.invoke(interp, sample) for sample in samples]
 
 
+def _invoke_onnxruntime(model_path: Path, samples: list[Sample]) -> list[Sample]:
+    """onnxruntime with its default graph optimizations: a QDQ model runs in its integer kernels
+    (QLinearConv, ...), which round as onnxruntime does, not as TFLite does."""
+    import onnxruntime
+
+    try:
+        session = onnxruntime.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    except Exception as err:  # onnxruntime's Fail, InvalidGraph, NotImplemented ... all mean "refused"
+        print(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__, file=sys.stderr)
+        sys.exit(_REFUSED)
+    inputs = session.get_inputs()
+    results: list[Sample] = []
+    for sample in samples:
+        feed = {i.name: value.reshape(i.shape) for i, value in zip(inputs, sample, strict=True)}
+        results.append([np.asarray(out) for out in session.run(None, feed)])
+    return results
+
+
+_INVOKE = {LITERT: _invoke, TFLM_PYTHON: _invoke_tflm, ONNXRUNTIME: _invoke_onnxruntime}
+
 if __name__ == "__main__":
     oracle, (model, given, written) = sys.argv[1], (Path(a) for a in sys.argv[2:5])
-    invoke = _invoke_tflm if oracle == TFLM_PYTHON else _invoke
-    save_samples(written, invoke(model, load_samples(given)))
+    save_samples(written, _INVOKE[oracle](model, load_samples(given)))

@@ -17,7 +17,7 @@ from mlonmcu import registry
 from mlonmcu.environment import Environment
 from mlonmcu.errors import ConfigError
 from mlonmcu.hashing import file_hash
-from mlonmcu.models.model import Model, expand_models, find_model
+from mlonmcu.models.model import Model, expand_models, find_model, frontend_name
 from mlonmcu.models.samples import sample_files
 from mlonmcu.session.spec import ModelRef, RunSpec, Stage
 from mlonmcu.setup import installer
@@ -36,7 +36,7 @@ class FlowRequest:
     features: list[str] = field(default_factory=list)
     config: dict[str, list[str]] = field(default_factory=dict)
     until: Stage = Stage.RUN
-    frontend: str = "tflite"
+    frontend: str = ""  # "": each model's by its file's suffix (models/model.py: frontend_name)
     platform: str = ""
     use_cache: bool = True
 
@@ -174,7 +174,8 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
     _check_enabled(env, "targets", targets, registry.TARGETS)
     _check_enabled(env, "platforms", [platform], registry.PLATFORMS)
     _check_enabled(env, "features", features, registry.FEATURES)
-    registry.FRONTENDS.get(request.frontend)
+    if request.frontend:
+        registry.FRONTENDS.get(request.frontend)
     for key, values in request.config.items():
         option = registry.check_key(key)
         for value in values:
@@ -189,9 +190,10 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
     seen: set[str] = set()
     used_keys: set[str] = set()
     for model in models:
+        frontend = request.frontend or frontend_name(model.path)
         for backend in backends:
             for target in targets:
-                plugins = plugins_of(request.frontend, backend, platform, target, features)
+                plugins = plugins_of(frontend, backend, platform, target, features)
                 scopes = {name: tuple(cls.options) for name, cls in plugins.items()}
                 readable = {f"{name}.{o.name}" for name, options in scopes.items() for o in options}
                 used_keys |= readable & set(request.config)
@@ -213,7 +215,7 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
                             str(model.directory) if model.directory else None,
                             hashes[model.path],
                         ),
-                        frontend=request.frontend,
+                        frontend=frontend,
                         backend=backend,
                         platform=platform,
                         target=target,

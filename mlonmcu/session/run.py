@@ -157,7 +157,8 @@ def fill_row(ctx: RunContext, row: dict[str, Any]) -> None:
         info = ctx.loaded.info
         row[col.MODEL_SIZE] = info.size
         row[col.MACS] = info.macs
-        row[col.ARENA_LOWER_BOUND] = info.activations
+        if info.activations:  # 0: the frontend could not bound it (a QDQ ONNX model)
+            row[col.ARENA_LOWER_BOUND] = info.activations
         row[col.SAMPLES] = ctx.loaded.samples
     if ctx.built is not None:
         row[col.ARENA_SIZE] = ctx.built.arena_size

@@ -22,6 +22,7 @@ from mlonmcu.contracts import (
     CompileResult,
     FirmwareRequest,
     LoadResult,
+    ModelInfo,
     PostprocessInput,
     RunResult,
     Sample,
@@ -238,9 +239,21 @@ def load(ctx: RunContext) -> LoadResult:
     return ctx.loaded
 
 
+def _check_format(ctx: RunContext, info: ModelInfo) -> None:
+    """A model of a format the backend does not build fails here, naming the backends that do."""
+    backend = ctx.backend
+    if info.frontend not in backend.formats:
+        others = [b.name for b in registry.BACKENDS if info.frontend in b.formats]
+        raise StageError(
+            f"backend {backend.name} takes {' and '.join(backend.formats)} models; {ctx.model.path.name} is "
+            f"{info.frontend}: use -b {' or -b '.join(others) or '(none yet)'}"
+        )
+
+
 def build(ctx: RunContext) -> BuildResult:
     backend = ctx.backend
     info = ctx.needs(ctx.loaded, Stage.LOAD).info
+    _check_format(ctx, info)
     parts = {
         "model": ctx.spec.model.sha256,
         "backend": backend.name,
@@ -395,6 +408,7 @@ def _interpret(ctx: RunContext) -> RunResult:
             f"{backend.name} ({backend.framework}): use -b {' or -b '.join(backends)} there, or -t host_x86 to "
             f"run {backend.name} on this machine"
         )
+    _check_format(ctx, ctx.needs(ctx.loaded, Stage.LOAD).info)
     inputs = ctx.stage_dir(Stage.LOAD) / INPUTS_FILE
     parts = {
         "model": ctx.spec.model.sha256,

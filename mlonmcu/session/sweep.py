@@ -288,8 +288,9 @@ def parse_sweep(text: str, file: Path) -> Sweep:
     platform = str(data.get("platform", "") or "")
     if platform:
         _known(loc, registry.PLATFORMS, [platform], "platform")
-    frontend = str(data.get("frontend", "tflite"))
-    _known(loc, registry.FRONTENDS, [frontend], "frontend")
+    frontend = str(data.get("frontend", "") or "")  # "": each model's, by its file's suffix
+    if frontend:
+        _known(loc, registry.FRONTENDS, [frontend], "frontend")
     try:
         until = Stage.parse(str(data.get("until", "run")))
     except ConfigError as err:

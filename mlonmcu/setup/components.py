@@ -45,6 +45,22 @@ class TflmPythonComponent(PythonComponent):
     module = "tflite_micro"
 
 
+class OnnxComponent(PythonComponent):
+    name = "onnx"
+    help = "ONNX's Python package: reads .onnx models (frontend onnx) and feeds TVM's ONNX importer"
+    distribution = "onnx"
+    pin = "1.23.2"
+    module = "onnx"
+
+
+class OnnxruntimeComponent(PythonComponent):
+    name = "onnxruntime"
+    help = "onnxruntime (CPU): reference outputs of ONNX models"
+    distribution = "onnxruntime"
+    pin = "1.32.0"
+    module = "onnxruntime"
+
+
 class CmakeComponent(AptComponent):
     name = "cmake"
     help = "CMake and make, which build every firmware; ccache, which shares compiled library sources"

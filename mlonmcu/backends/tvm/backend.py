@@ -23,6 +23,7 @@ logger = logging.getLogger("mlonmcu.tvmaot")
 class TvmAotBackend(Backend):
     name = "tvmaot"
     framework = "tvm"
+    formats = ("tflite", "onnx")
     help = "TVM (Relax) ahead-of-time: the model as plain C kernels + a static driver, no TVM runtime"
     options = (
         Option(
@@ -146,13 +147,14 @@ class TvmAotBackend(Backend):
 
     def _import(self, path: Path, graph: TfliteGraph | None = None) -> tuple[Any, str, str]:
         """The Relax module, its `Float Ops` and which importer made it (for the build log)."""
-        from mlonmcu.backends.tvm.importer import import_tflite
+        from mlonmcu.backends.tvm.importer import import_onnx, import_tflite
         from mlonmcu.backends.tvm.integer.direct import build_direct
-        from mlonmcu.backends.tvm.integer.lowering import is_quantized, lower_integer
         from mlonmcu.backends.tvm.integer.uncovered import NotCovered
 
         choice = self.opt("importer")
         importer = "relax"
+        if path.suffix.lower() == ".onnx":
+            return self._quantized(import_onnx(path), "onnx")
         graph = graph or read_graph(path)
         hybrid = unrunnable_message(graph, "tvmaot")
         if hybrid:
@@ -169,7 +171,13 @@ class TvmAotBackend(Backend):
                     ) from None
                 logger.warning("%s: %s not covered by the direct integer path: TVM's importer instead", path.name, err)
                 importer = f"relax (direct: {err})"
-        mod = import_tflite(path)
+        return self._quantized(import_tflite(path), importer)
+
+    def _quantized(self, mod: Any, importer: str) -> tuple[Any, str, str]:
+        """A TVM importer's module, its quantize/dequantize pairs lowered to integer kernels where
+        tvmaot.quant=integer and a pattern matches (Float Ops names the rest)."""
+        from mlonmcu.backends.tvm.integer.lowering import is_quantized, lower_integer
+
         if not is_quantized(mod):
             return mod, "", importer
         if self.opt("quant") != "integer":

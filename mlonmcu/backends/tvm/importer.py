@@ -1,4 +1,4 @@
-"""TFLite → Relax with TVM's importer; its rejections become one-line run failures.
+"""TFLite (and ONNX) → Relax with TVM's importers; their rejections become one-line run failures.
 
 One importer defect is mended while it runs: TFLite's FULLY_CONNECTED flattens an input of any
 rank to [-1, inputs] (unless keep_num_dims), TVM 0.27 multiplies the input as it is and fails
@@ -28,6 +28,18 @@ def import_tflite(path: Path) -> Any:
         model = tflite.Model.GetRootAsModel(buf, 0)
         with _flattening_fully_connected(), float_lstm.converting() as lstms:
             return float_lstm.with_states(from_tflite(model), lstms)
+    except Exception as err:  # OpNotImplemented, TVMError, ValueError...: all mean "TVM cannot import"
+        raise StageError(f"TVM cannot import {path.name}: {first_line(err)}") from None
+
+
+def import_onnx(path: Path) -> Any:
+    """ONNX → Relax with TVM's ONNX importer (NCHW as in the file; QDQ models as
+    quantize/dequantize around float operators, like TVM's TFLite importer makes them)."""
+    import onnx
+    from tvm.relax.frontend.onnx import from_onnx
+
+    try:
+        return from_onnx(onnx.load(str(path)))
     except Exception as err:  # OpNotImplemented, TVMError, ValueError...: all mean "TVM cannot import"
         raise StageError(f"TVM cannot import {path.name}: {first_line(err)}") from None
 
