@@ -75,6 +75,26 @@ def qdq_cnn(directory: Path, name: str = "cnn_onnx_qdq") -> Path:
     return path
 
 
+def int8_io(source: Path, directory: Path, name: str) -> Path:
+    """A QDQ model with float I/O (onnxruntime's) made int8 at both ends: the input QuantizeLinear
+    and the output DequantizeLinear cut off, as tf2onnx's conversions of int8 models are."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    model = onnx.load(str(source))
+    graph = model.graph
+    quantize = next(n for n in graph.node if n.op_type == "QuantizeLinear" and n.input[0] == graph.input[0].name)
+    dequantize = next(n for n in graph.node if n.op_type == "DequantizeLinear" and n.output[0] == graph.output[0].name)
+    shape_in = [d.dim_value for d in graph.input[0].type.tensor_type.shape.dim]
+    shape_out = [d.dim_value for d in graph.output[0].type.tensor_type.shape.dim]
+    graph.node.remove(quantize)
+    graph.node.remove(dequantize)
+    del graph.input[:], graph.output[:]
+    graph.input.append(helper.make_tensor_value_info(quantize.output[0], TensorProto.INT8, shape_in))
+    graph.output.append(helper.make_tensor_value_info(dequantize.input[0], TensorProto.INT8, shape_out))
+    return _save(model, directory, name)
+
+
 def int8_io_relu(directory: Path, name: str = "relu_int8_io") -> Path:
     """int8 in → DequantizeLinear (0.05, -3) → Relu → QuantizeLinear (0.025, -128) → int8 out."""
     from onnx import TensorProto, helper, numpy_helper

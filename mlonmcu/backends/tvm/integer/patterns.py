@@ -95,6 +95,9 @@ class Lowered:
     shape: tuple[int, ...]
     replaces: list[Any] = field(default_factory=list)  # other anchors made dead by this one
     dtype: str = "int8"  # of the result
+    # the binding is NCHW (TVM's ONNX importer) and the kernel NHWC: the first argument and the
+    # result are transposed around the call (lowering.py; back-to-back transposes cancel)
+    nchw: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,10 @@ def dense_requantization(
         else:
             rows.append(quantize_multiplier(s_in * float(s_w) / s_out))
     return np.array(rows, dtype=np.int32)
+
+
+NHWC_OF_NCHW = (0, 2, 3, 1)  # the axes of an NCHW shape in NHWC order (and permute_dims' axes)
+NCHW_OF_NHWC = (0, 3, 1, 2)
 
 
 def _pair(values: Any) -> tuple[int, int]:
@@ -333,12 +340,14 @@ class Matcher:
     # -- conv2d / depthwise / fully connected ----------------------------------------------------
 
     def _bias(self, expr: Any, channels: int) -> tuple[Any, np.ndarray | None]:
-        """Split `core + dequantize(bias)`; returns (core, int32 bias or None)."""
+        """Split `core + dequantize(bias)` (the bias reshaped to [1, C, 1, 1] in an NCHW graph);
+        returns (core, int32 bias or None)."""
         add = self.graph.call(expr, "relax.add")
         if add is None:
             return expr, np.zeros(channels, np.int32)
         for core, other in ((add.args[0], add.args[1]), (add.args[1], add.args[0])):
-            bias = self.graph.dequantized(other)
+            reshape = self.graph.call(other, "relax.reshape")
+            bias = self.graph.dequantized(reshape.args[0] if reshape is not None else other)
             if bias is not None:
                 data = constant(bias.value)
                 if data is not None and data.dtype == np.int32 and data.size == channels:
@@ -346,8 +355,9 @@ class Matcher:
         return expr, None
 
     def _conv_or_dense(self, source: Any, producer: Any, out: Output, shape: tuple[int, ...]) -> Lowered | None:
-        channels = shape[-1]
-        core, bias = self._bias(source, channels)
+        core, bias = self._bias(source, shape[-1])
+        if bias is None and len(shape) == 4:  # an NCHW convolution's channels
+            core, bias = self._bias(source, shape[1])
         if bias is None:
             return None
         if self.graph.call(core, "relax.nn.conv2d") is not None:
@@ -359,6 +369,12 @@ class Matcher:
     def _weights(self, expr: Any) -> tuple[np.ndarray, np.ndarray] | None:
         """int8 weights and per-output-channel scales of a dequantized constant (through reshape)."""
         g = self.graph
+        outer = g.call(expr, "relax.permute_dims")  # TVM's ONNX importer: permute_dims(dequantize(W))
+        if outer is not None and g.dequantized(outer.args[0]) is not None:
+            found = self._weights(outer.args[0])
+            if found is None:
+                return None
+            return np.transpose(found[0], [int(a) for a in outer.attrs.axes]), found[1]
         reshape = g.call(expr, "relax.reshape")
         target_shape = None
         if reshape is not None:
@@ -383,7 +399,9 @@ class Matcher:
 
     def _conv(self, call: Any, bias: np.ndarray, out: Output, shape: tuple[int, ...]) -> Lowered | None:
         attrs = call.attrs
-        if str(attrs.data_layout) != "NHWC" or str(attrs.out_layout) != "NHWC":
+        layouts = (str(attrs.data_layout), str(attrs.out_layout), str(attrs.kernel_layout))
+        nchw = layouts == ("NCHW", "NCHW", "OIHW")
+        if layouts[:2] != ("NHWC", "NHWC") and not nchw:
             return None
         x = self.graph.dequantized(call.args[0])
         weights = self._weights(call.args[1])
@@ -392,7 +410,13 @@ class Matcher:
         data, scales = weights
         in_shape = tensor_type(x.value)[0]
         groups = int(attrs.groups)
-        layout = str(attrs.kernel_layout)
+        layout = layouts[2]
+        if nchw:  # the kernel computes NHWC: the weights as the TFLite importer lays them out
+            in_shape, shape = tuple(in_shape[i] for i in NHWC_OF_NCHW), tuple(shape[i] for i in NHWC_OF_NCHW)
+            data = np.transpose(data, (2, 3, 1, 0))  # OIHW → HWIO (depthwise: HW1C → its HWOI below)
+            layout = "HWIO" if groups == 1 else "HWOI"
+            if groups != 1:
+                data = np.transpose(data, (0, 1, 3, 2))
         if groups == 1 and layout == "HWIO":
             depthwise, hwio = False, data
         elif groups == in_shape[3] and layout == "HWOI" and data.shape[3] == 1 and data.shape[2] == shape[3]:
@@ -404,7 +428,9 @@ class Matcher:
             _pair(attrs.strides), _pair(attrs.dilation), (padding[0], padding[1], padding[2], padding[3])
         )
         name = self.name("depthwise_conv2d" if depthwise else "conv2d")
-        return conv_lowering(name, x, quad(in_shape), hwio, scales, bias, out, quad(shape), geometry, self.schedule)
+        lowered = conv_lowering(name, x, quad(in_shape), hwio, scales, bias, out, quad(shape), geometry, self.schedule)
+        lowered.nchw = nchw
+        return lowered
 
     def _dense(self, call: Any, bias: np.ndarray, out: Output, shape: tuple[int, ...]) -> Lowered | None:
         x = self.graph.dequantized(call.args[0])
