@@ -22,19 +22,20 @@ def _save(model: object, directory: Path, name: str) -> Path:
 
 
 def float_cnn(directory: Path, name: str = "cnn_onnx", seed: int = 0) -> Path:
-    """Conv 3→4 (3×3, stride 2, pad 1) + Relu, Flatten, Gemm 64→5: 2048 MACs."""
+    """Conv 3→4 (3×3, stride 2, pad 1) + Relu, AveragePool 2×2, Flatten, Gemm 16→5: 1808 MACs."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
     weights = {
         "W": rng.normal(0, 0.3, (4, 3, 3, 3)).astype(np.float32),
         "B": rng.normal(0, 0.1, 4).astype(np.float32),
-        "G": rng.normal(0, 0.3, (5, 64)).astype(np.float32),
+        "G": rng.normal(0, 0.3, (5, 16)).astype(np.float32),
     }
     nodes = [
         helper.make_node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
         helper.make_node("Relu", ["c"], ["r"]),
-        helper.make_node("Flatten", ["r"], ["f"]),
+        helper.make_node("AveragePool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p"], ["f"]),
         helper.make_node("Gemm", ["f", "G"], ["y"], transB=1),
     ]
     graph = helper.make_graph(

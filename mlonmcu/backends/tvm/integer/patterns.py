@@ -328,7 +328,8 @@ class Matcher:
             producer = g.producer(source)
         out = Output(float(np.float32(scale)), int(zero), lo, hi)
         shape = tensor_type(binding.var)[0]
-        for matcher in (self._conv_or_dense, self._add, self._mean, self._softmax, self._concat, self._requantize):
+        matchers = (self._conv_or_dense, self._add, self._mean, self._softmax, self._concat, self._qdq_pool)
+        for matcher in (*matchers, self._requantize):
             lowered = matcher(source, producer, out, shape)
             if lowered is not None:
                 lowered.anchor = anchor
@@ -511,6 +512,39 @@ class Matcher:
         shapes = [tensor_type(p.value)[0] for p in parts]
         kernel = elementwise.concat_kernel(self.name("concatenation"), shapes, shape, axis)
         return Lowered(None, "CONCATENATION", kernel, [p.value for p in parts], shape)
+
+    def _qdq_pool(self, source: Any, producer: Any, out: Output, shape: tuple[int, ...]) -> Lowered | None:
+        """AveragePool/MaxPool between a DequantizeLinear and a QuantizeLinear of the same
+        quantization (TVM's ONNX importer; NCHW), as TFLite's int8 pools compute them."""
+        name = op_name(producer)
+        if name not in ("relax.nn.avg_pool2d", "relax.nn.max_pool2d"):
+            return None
+        attrs = producer.attrs
+        q = self._activation(producer.args[0])
+        layout = str(attrs.layout)
+        if q is None or layout not in ("NHWC", "NCHW") or bool(attrs.ceil_mode) or len(shape) != 4:
+            return None
+        if any(int(d) != 1 for d in attrs.dilation) or (
+            name == "relax.nn.avg_pool2d" and bool(attrs.count_include_pad)
+        ):
+            return None  # TFLite's average leaves the padding out
+        if (q.scalar_scale, q.scalar_zero_point) != (out.scale, out.zero_point):
+            return None
+        in_shape, nchw = tensor_type(q.value)[0], layout == "NCHW"
+        if nchw:
+            in_shape, shape = tuple(in_shape[i] for i in NHWC_OF_NCHW), tuple(shape[i] for i in NHWC_OF_NCHW)
+        op = "AVERAGE_POOL_2D" if name == "relax.nn.avg_pool2d" else "MAX_POOL_2D"
+        geometry = (_pair(attrs.pool_size), _pair(attrs.strides), tuple(int(p) for p in attrs.padding))
+        kernel = pooling.pool_kernel(
+            op,
+            self.name("average_pool2d" if op == "AVERAGE_POOL_2D" else "max_pool2d"),
+            in_shape,
+            shape,
+            *geometry,
+            act=(out.act_min, out.act_max),
+            simd=self.schedule.simd,
+        )
+        return Lowered(None, op, kernel, [q.value], shape, nchw=nchw)
 
     # -- average pool on the importer's int32 path -----------------------------------------------
 
