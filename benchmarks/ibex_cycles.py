@@ -78,10 +78,10 @@ def main() -> int:
                 "model": row["Model"],
                 "backend": row["Backend"],
                 "config": config,
-                "RTL cycles": row["Run Cycles"],
-                "instructions": row["Run Instructions"],
+                "RTL cycles": int(row["Run Cycles"]),
+                "instructions": int(row["Run Instructions"]),
                 "CPI": round(row["Run Cycles"] / row["Run Instructions"], 3) if row["Run Instructions"] else "",
-                "estimated cycles": estimated,
+                "estimated cycles": int(estimated) if estimated == estimated else "",
                 "error %": round(100 * (estimated / row["Run Cycles"] - 1), 3),
                 "validation": row["Validation"],
                 "RTL M cycles/s": speeds[-1] if speeds else "",
@@ -89,7 +89,7 @@ def main() -> int:
             }
         )
     table = pd.DataFrame(rows).sort_values(["model", "backend", "config"])
-    print(table.to_markdown(index=False))
+    print(table.to_markdown(index=False, intfmt=","))
     return 0
 
 

@@ -232,6 +232,7 @@ def flow(
     features: Iterable[str] = (),
     config: Iterable[str] | Mapping[str, Any] | None = None,
     until: str | Stage = Stage.RUN,
+    frontends: Iterable[str] = (),
     parallel: int = 1,
     label: str = "",
     executor: str = "auto",
@@ -262,6 +263,7 @@ def flow(
         features=list(features),
         config=_config_values(config),
         until=until if isinstance(until, Stage) else Stage.parse(until),
+        frontends=list(frontends),
         use_cache=use_cache,
     )
     launch.ready()

@@ -70,7 +70,8 @@ class LoadResult:
     samples: str  # where the input samples came from, e.g. "10 from …/input"
     num_samples: int
     reference_error: str = ""  # why there are no reference outputs ("" when there are)
-    oracle: str = ""  # what computed them (models/reference.py: litert, tflm-python)
+    oracle: str = ""  # what computed them (models/reference.py: litert, tflm-python, onnxruntime)
+    converted: str = ""  # the model converted into the frontend's format (a file in LOAD's directory)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ fi
 bash scripts/install.sh
 . .venv/bin/activate
 mlonmcu setup --create
+mlonmcu setup tf2onnx  # on request only (TensorFlow, in a venv of its own): the ONNX conversion tests use it
 ruff check .
 mypy
 python -m pytest --durations=15 "$@"

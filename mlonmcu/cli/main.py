@@ -391,6 +391,14 @@ def _flow_command(stage: str) -> click.Command:
         "-f", "--feature", "features", multiple=True, help="feature for every run (repeatable), e.g. validate"
     )
     @click.option(
+        "-F",
+        "--frontend",
+        "frontends",
+        multiple=True,
+        help="model format (repeatable): tflite, onnx (a .tflite converted once with tf2onnx: "
+        "`mlonmcu setup tf2onnx`); default: each model file's own",
+    )
+    @click.option(
         "-c",
         "--config",
         "config",
@@ -421,6 +429,7 @@ def _flow_command(stage: str) -> click.Command:
         backends: tuple[str, ...],
         targets: tuple[str, ...],
         features: tuple[str, ...],
+        frontends: tuple[str, ...],
         config: tuple[str, ...],
         parallel: int,
         executor: str,
@@ -443,9 +452,9 @@ def _flow_command(stage: str) -> click.Command:
         }
         verbosity = verbose - (1 if quiet else 0)
         if resume_id is not None:
-            if models or backends or targets or features or config or label:
+            if models or backends or targets or features or frontends or config or label:
                 raise ConfigError(
-                    "--resume finishes a session as it was planned: give no MODEL, -b, -t, -f, -c or --label"
+                    "--resume finishes a session as it was planned: give no MODEL, -b, -t, -f, -F, -c or --label"
                 )
             _report_session(
                 lambda **kw: api.resume(resume_id, home=home, verbosity=verbosity, **common, **kw), output, quiet
@@ -461,6 +470,7 @@ def _flow_command(stage: str) -> click.Command:
                 backends=backends,
                 targets=targets,
                 features=features,
+                frontends=frontends,
                 config=config,
                 until=stage,
                 label=label,

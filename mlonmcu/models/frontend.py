@@ -9,11 +9,11 @@ import numpy as np
 
 from mlonmcu.contracts import ModelInfo, TensorInfo
 from mlonmcu.errors import ModelError
+from mlonmcu.models.frontend_base import Frontend
 from mlonmcu.models.tflite_graph import DTYPES as _DTYPES
 from mlonmcu.models.tflite_graph import dtype_of as _dtype_of
 from mlonmcu.models.tflite_graph import op_names as _op_names
 from mlonmcu.models.tflite_graph import text as _text
-from mlonmcu.plugin import Plugin
 
 
 def _tensor(subgraph: Any, index: int) -> TensorInfo:
@@ -133,7 +133,7 @@ def operator_macs(path: Path) -> list[tuple[str, int]]:
     return _operators(model, subgraph, path)
 
 
-class TfliteFrontend(Plugin):
+class TfliteFrontend(Frontend):
     """Reads .tflite flatbuffers with the `tflite` package; no TensorFlow needed."""
 
     name = "tflite"

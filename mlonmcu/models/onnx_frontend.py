@@ -17,9 +17,10 @@ import numpy as np
 
 from mlonmcu.contracts import ModelInfo, TensorInfo
 from mlonmcu.errors import ModelError
-from mlonmcu.plugin import Plugin
+from mlonmcu.models.frontend_base import Frontend
 
 # outputs that can share their input's memory
+OPSET = 13  # tf2onnx's opset: QuantizeLinear/DequantizeLinear with per-channel axes
 _ALIASING_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}
 
 
@@ -55,6 +56,27 @@ class _Graph:
 
     def producer(self, name: str) -> Any | None:
         return next((n for n in self.nodes if name in n.output), None)
+
+    def dequantizer(self, name: str) -> Any | None:
+        """The DequantizeLinear reading tensor `name`, through int8 moves (tf2onnx reshapes an
+        int8 input before dequantizing it)."""
+        for node in self.consumers(name):
+            if node.op_type == "DequantizeLinear":
+                return node
+            if node.op_type in _ALIASING_OPS | {"Transpose"} and node.input[0] == name:
+                found = self.dequantizer(node.output[0])
+                if found is not None:
+                    return found
+        return None
+
+    def quantizer(self, name: str) -> Any | None:
+        """The QuantizeLinear writing tensor `name`, through int8 moves."""
+        node = self.producer(name)
+        if node is None:
+            return None
+        if node.op_type == "QuantizeLinear":
+            return node
+        return self.quantizer(node.input[0]) if node.op_type in _ALIASING_OPS | {"Transpose"} else None
 
     def tensor(self, value: Any, quantizer: Any | None) -> TensorInfo:
         """A graph input or output; int8/uint8/int16 ones with the scale of the (De)QuantizeLinear beside them."""
@@ -157,26 +179,50 @@ def read_onnx(path: Path) -> _Graph:
     return _Graph(model, path)
 
 
-class OnnxFrontend(Plugin):
+class OnnxFrontend(Frontend):
     """Reads .onnx files with the `onnx` package; onnxruntime computes their reference outputs."""
 
     name = "onnx"
     help = "ONNX models (.onnx; fp32, or int8 in QDQ format): I/O with quantization, operators, MACs"
     suffixes = (".onnx",)
+    converts = {".tflite": "tf2onnx"}
     requires = ("onnx", "onnxruntime")
+    optional = ("tf2onnx",)  # -F onnx on a .tflite
 
     def describe(self, path: Path) -> ModelInfo:
         graph = read_onnx(path)
-        inputs = tuple(
-            graph.tensor(v, next((n for n in graph.consumers(v.name) if n.op_type == "DequantizeLinear"), None))
-            for v in graph.inputs
-        )
-        outputs = []
-        for value in graph.outputs:
-            producer = graph.producer(value.name)
-            quantizer = producer if producer is not None and producer.op_type == "QuantizeLinear" else None
-            outputs.append(graph.tensor(value, quantizer))
+        inputs = tuple(graph.tensor(v, graph.dequantizer(v.name)) for v in graph.inputs)
+        outputs = [graph.tensor(v, graph.quantizer(v.name)) for v in graph.outputs]
         operators = tuple(dict.fromkeys(n.op_type for n in graph.nodes if n.op_type != "Constant"))
         macs = sum(graph.macs(n) for n in graph.nodes)
         activations = graph.activation_lower_bound()
         return ModelInfo("onnx", path.stat().st_size, inputs, tuple(outputs), operators, macs, activations)
+
+    def convert(self, source: Path, out: Path, log: Path) -> Path:
+        """A .tflite as ONNX (tf2onnx, opset 13: QDQ for int8), with the TFLite model's fixed
+        shapes put back on its inputs and outputs (tf2onnx makes the batch symbolic)."""
+        import onnx
+        from onnx.tools import update_model_dims
+
+        from mlonmcu.models.frontend import TfliteFrontend
+        from mlonmcu.process import run
+
+        if "tf2onnx" not in self.components:
+            raise ModelError(f"converting {source.name} to ONNX needs tf2onnx: run `mlonmcu setup tf2onnx`")
+        shapes = TfliteFrontend().describe(source)
+        target = out / f"{source.stem}.onnx"
+        argv = [self.tool("tf2onnx"), "-m", "tf2onnx.convert", "--tflite", str(source), "--output", str(target)]
+        done = run([*argv, "--opset", str(OPSET)], log=log, check=False, timeout=600, what="tf2onnx")
+        if done.returncode != 0 or not target.is_file():
+            lines = [line for line in done.output.splitlines() if line.strip()]
+            raise ModelError(f"tf2onnx cannot convert {source.name}: {lines[-1] if lines else 'no message'}")
+        model = onnx.load(str(target))
+        graph = model.graph
+        if len(graph.input) != len(shapes.inputs) or len(graph.output) != len(shapes.outputs):
+            raise ModelError(f"tf2onnx changed the inputs/outputs of {source.name}: cannot fix their shapes")
+        inputs = {v.name: list(t.shape) for v, t in zip(graph.input, shapes.inputs, strict=True)}
+        outputs = {v.name: list(t.shape) for v, t in zip(graph.output, shapes.outputs, strict=True)}
+        model = update_model_dims.update_inputs_outputs_dims(model, inputs, outputs)
+        del model.graph.value_info[:]  # inferred again from the fixed shapes
+        onnx.save(model, str(target))
+        return target

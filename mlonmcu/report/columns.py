@@ -173,6 +173,7 @@ STAGE_TIME = {
 SUMMARY = (
     RUN,
     MODEL,
+    FRONTEND,  # shown only where the rows differ in it (-F tflite -F onnx): report.summary
     BACKEND,
     TARGET,
     CONFIG,

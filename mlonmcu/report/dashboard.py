@@ -135,8 +135,9 @@ def _overview(current: pd.DataFrame) -> str:
 
 
 def _summary_columns(current: pd.DataFrame) -> list[str]:
-    """The terminal table's columns that have at least one value."""
-    return [c for c in col.SUMMARY if c in current and current[c].map(_cell).astype(bool).any()]
+    """The terminal table's columns that have at least one value (Frontend only where it varies)."""
+    shown = [c for c in col.SUMMARY if c in current and current[c].map(_cell).astype(bool).any()]
+    return [c for c in shown if c != col.FRONTEND or current[c].nunique() > 1]
 
 
 def _mix_table(current: pd.DataFrame) -> Table | None:

@@ -243,4 +243,6 @@ def summary(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
     columns = [c for c in col.SUMMARY if any(not missing(r.get(c)) for r in ordered)]
     if col.REASON in columns and not any(truthy(r.get(col.FAILING)) for r in ordered):
         columns.remove(col.REASON)
+    if col.FRONTEND in columns and len({r.get(col.FRONTEND) for r in ordered}) < 2:
+        columns.remove(col.FRONTEND)
     return columns, [[r.get(c) for c in columns] for r in ordered]

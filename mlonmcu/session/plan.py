@@ -36,7 +36,9 @@ class FlowRequest:
     features: list[str] = field(default_factory=list)
     config: dict[str, list[str]] = field(default_factory=dict)
     until: Stage = Stage.RUN
-    frontend: str = ""  # "": each model's by its file's suffix (models/model.py: frontend_name)
+    # [] = each model's by its file's suffix (models/model.py: frontend_name); a frontend that
+    # converts (onnx from .tflite) makes a row of the model in its format
+    frontends: list[str] = field(default_factory=list)
     platform: str = ""
     use_cache: bool = True
 
@@ -46,6 +48,9 @@ class FlowRequest:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FlowRequest:
+        data = dict(data)
+        legacy = data.pop("frontend", "")  # sessions before `frontends`: one name, "tflite"
+        data.setdefault("frontends", [legacy] if legacy else [])
         return cls(**{**data, "until": Stage.parse(data["until"])})
 
 
@@ -162,6 +167,20 @@ def _oracle(spec: RunSpec, components: _Components, defaults: dict[str, Any]) ->
     )
 
 
+def _frontends(request: FlowRequest, model: Model) -> list[str]:
+    """The frontends a model runs through: the requested ones (each must read the file or
+    convert it), else the one its suffix names."""
+    if not request.frontends:
+        return [frontend_name(model.path)]
+    suffix = model.path.suffix.lower()
+    for name in request.frontends:
+        cls = registry.FRONTENDS.get(name)
+        if suffix not in cls.suffixes and suffix not in cls.converts:
+            takes = ", ".join([*cls.suffixes, *(f"{s} (converted)" for s in cls.converts)])
+            raise ConfigError(f"frontend {name} takes {takes}; model {model.name} is {model.path.name}")
+    return list(request.frontends)
+
+
 def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path) -> list[RunSpec]:
     """The run matrix: models × backends × targets × config values (usage errors raise ConfigError)."""
     if not request.models:
@@ -174,8 +193,8 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
     _check_enabled(env, "targets", targets, registry.TARGETS)
     _check_enabled(env, "platforms", [platform], registry.PLATFORMS)
     _check_enabled(env, "features", features, registry.FEATURES)
-    if request.frontend:
-        registry.FRONTENDS.get(request.frontend)
+    for name in request.frontends:
+        registry.FRONTENDS.get(name)
     for key, values in request.config.items():
         option = registry.check_key(key)
         for value in values:
@@ -189,8 +208,7 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
     specs: list[RunSpec] = []
     seen: set[str] = set()
     used_keys: set[str] = set()
-    for model in models:
-        frontend = request.frontend or frontend_name(model.path)
+    for model, frontend in [(m, f) for m in models for f in _frontends(request, m)]:
         for backend in backends:
             for target in targets:
                 plugins = plugins_of(frontend, backend, platform, target, features)
@@ -200,7 +218,7 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
                 found, missing = components.of(plugins)
                 for combo in cfg.expand_matrix(request.config):
                     user = {k: v for k, v in combo.items() if k in readable}
-                    identity = repr((model.path, backend, target, sorted(user.items())))
+                    identity = repr((model.path, frontend, backend, target, sorted(user.items())))
                     if identity in seen:
                         continue
                     seen.add(identity)

@@ -5,6 +5,7 @@ that differs can never pick up an output made from the old one."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import time
@@ -224,18 +225,24 @@ def load(ctx: RunContext) -> LoadResult:
     }
 
     def compute(out: Path) -> LoadResult:
-        info = frontend.describe(model.path)
+        path, converted = model.path, ""
+        if model.path.suffix.lower() not in frontend.suffixes:  # planned: the frontend converts it
+            path = frontend.convert(model.path, out, ctx.log(Stage.LOAD))
+            converted = path.name
+        info = frontend.describe(path)
         samples, origin = prepare_inputs(model, info.inputs, count)
         save_samples(out / INPUTS_FILE, samples)
         reference_error, oracle = "", ""
         try:
-            references, oracle = reference_outputs(model.path, samples)
+            references, oracle = reference_outputs(path, samples)
             save_samples(out / REFERENCE_FILE, references)
         except ModelError as err:
             reference_error = str(err)
-        return LoadResult(info, origin, len(samples), reference_error, oracle)
+        return LoadResult(info, origin, len(samples), reference_error, oracle, converted)
 
     ctx.loaded = ctx.execute(Stage.LOAD, parts, compute, LoadResult)
+    if ctx.loaded.converted:  # the later stages build the converted model, LOAD's output
+        ctx.model = dataclasses.replace(model, path=ctx.stage_dir(Stage.LOAD) / ctx.loaded.converted)
     return ctx.loaded
 
 
@@ -252,10 +259,13 @@ def _check_format(ctx: RunContext, info: ModelInfo) -> None:
 
 def build(ctx: RunContext) -> BuildResult:
     backend = ctx.backend
-    info = ctx.needs(ctx.loaded, Stage.LOAD).info
+    loaded = ctx.needs(ctx.loaded, Stage.LOAD)
+    info = loaded.info
     _check_format(ctx, info)
+    converted = loaded.converted
     parts = {
-        "model": ctx.spec.model.sha256,
+        # the file BUILD reads: the model, or LOAD's conversion of it (a new key only then)
+        "model": ctx.manifest.sha256(f"load/{converted}") if converted else ctx.spec.model.sha256,
         "backend": backend.name,
         "config": ctx.scoped(backend.name),
         "versions": ctx.versions(backend),
@@ -411,7 +421,7 @@ def _interpret(ctx: RunContext) -> RunResult:
     _check_format(ctx, ctx.needs(ctx.loaded, Stage.LOAD).info)
     inputs = ctx.stage_dir(Stage.LOAD) / INPUTS_FILE
     parts = {
-        "model": ctx.spec.model.sha256,
+        "model": ctx.spec.model.sha256,  # host_py reads only .tflite files: never a conversion
         "samples": ctx.manifest.sha256(f"load/{INPUTS_FILE}"),
         "target": target.name,
         "settings": target.run_settings(),

@@ -81,7 +81,7 @@ class Rule:
             features=v.get("features", base.features),
             config={**base.config, **self.config},
             until=base.until,
-            frontend=base.frontend,
+            frontends=base.frontends,
             platform=v.get("platform", [base.platform])[0],
             use_cache=base.use_cache,
         )
@@ -288,9 +288,9 @@ def parse_sweep(text: str, file: Path) -> Sweep:
     platform = str(data.get("platform", "") or "")
     if platform:
         _known(loc, registry.PLATFORMS, [platform], "platform")
-    frontend = str(data.get("frontend", "") or "")  # "": each model's, by its file's suffix
-    if frontend:
-        _known(loc, registry.FRONTENDS, [frontend], "frontend")
+    raw = data.get("frontend") or []  # none: each model's, by its file's suffix
+    frontends = [str(f) for f in (raw if isinstance(raw, list) else [raw])]
+    _known(loc, registry.FRONTENDS, frontends, "frontend")
     try:
         until = Stage.parse(str(data.get("until", "run")))
     except ConfigError as err:
@@ -304,7 +304,7 @@ def parse_sweep(text: str, file: Path) -> Sweep:
         features=features,
         config=_config(loc, data.get("config") or {}, "config"),
         until=until,
-        frontend=frontend,
+        frontends=frontends,
         platform=platform,
     )
     name = str(data.get("name") or file.stem)

@@ -61,6 +61,39 @@ class OnnxruntimeComponent(PythonComponent):
     module = "onnxruntime"
 
 
+class Tf2onnxComponent(DirectoryComponent):
+    """tf2onnx needs TensorFlow, which mlonmcu's own environment must not carry (its protobuf and
+    numpy pins are TVM's and LiteRT's): a virtual environment of its own in deps/tf2onnx."""
+
+    name = "tf2onnx"
+    help = "tf2onnx with TensorFlow (CPU) in a venv of its own: converts .tflite models to ONNX (-F onnx)"
+    options = (
+        Option("version", str, "1.17.0", "version of the PyPI 'tf2onnx'"),
+        Option("tensorflow", str, "2.21.0", "version of the PyPI 'tensorflow-cpu' it runs on"),
+    )
+    on_request = True  # ~600 MB: only for users who convert
+    thorough = False  # tens of thousands of files: size and mtime, not contents, on every lookup
+    stamp: ClassVar[str] = "VERSION"
+
+    def _pins(self) -> str:
+        return f"tf2onnx=={self.opt('version')} tensorflow-cpu=={self.opt('tensorflow')}"
+
+    def current(self, directory: Path) -> bool:
+        return (directory / self.stamp).read_text().strip() == self._pins()
+
+    def found(self) -> Installed:
+        return Installed(self.name, self._pins(), str(self.directory / "bin" / "python"))
+
+    def fill(self, staging: Path, log: Path) -> None:
+        run([sys.executable, "-m", "venv", str(staging)], log=log, what="python -m venv")
+        run(
+            [str(staging / "bin" / "python"), "-m", "pip", "install", *self._pins().split()],
+            log=log,
+            what="pip install tf2onnx",
+        )
+        (staging / self.stamp).write_text(self._pins() + "\n")
+
+
 class CmakeComponent(AptComponent):
     name = "cmake"
     help = "CMake and make, which build every firmware; ccache, which shares compiled library sources"

@@ -56,3 +56,22 @@ def test_onnxruntime_computes_the_references(tmp_path):
     real = np.maximum((x.astype(np.float64) + 3) * 0.05, 0)
     expected = np.clip(np.rint(real / 0.025) - 128, -128, 127).astype(np.int8)
     assert np.array_equal(outputs[0][0], expected)
+
+
+def test_frontends_are_chosen_by_suffix_or_asked_for(tmp_path):
+    from helpers import make_home
+
+    from mlonmcu.environment import Environment
+    from mlonmcu.errors import ConfigError
+    from mlonmcu.session.plan import FlowRequest, plan
+
+    env = Environment.load(make_home(tmp_path / "home"))
+    onnx_model = str(float_cnn(tmp_path))
+    specs = plan(env, FlowRequest(["kws_dscnn", onnx_model], ["tvmaot"], ["spike"]), 0, tmp_path / "runs")
+    assert [s.frontend for s in specs] == ["tflite", "onnx"]
+    both = FlowRequest(["kws_dscnn"], ["tvmaot"], ["spike"], frontends=["tflite", "onnx"])  # onnx converts it
+    assert [s.frontend for s in plan(env, both, 0, tmp_path / "runs")] == ["tflite", "onnx"]
+    with pytest.raises(ConfigError, match=r"frontend tflite takes \.tflite; model cnn_onnx is cnn_onnx\.onnx"):
+        plan(env, FlowRequest([onnx_model], ["tvmaot"], ["spike"], frontends=["tflite"]), 0, tmp_path / "runs")
+    old_session = {"models": ["kws_dscnn"], "frontend": "tflite", "until": "RUN"}
+    assert FlowRequest.from_dict(old_session).frontends == ["tflite"]
