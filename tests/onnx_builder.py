@@ -132,3 +132,21 @@ def symbolic_batch(directory: Path, name: str = "symbolic_batch") -> Path:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
     )
     return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), directory, name)
+
+
+def custom_op(directory: Path, name: str = "custom_op") -> Path:
+    """One operator of a domain nobody implements (com.example MyFancyOp)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MyFancyOp", ["x"], ["y"], domain="com.example")],
+        name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    opsets = [helper.make_opsetid("", 13), helper.make_opsetid("com.example", 1)]
+    path = directory / name / f"{name}.onnx"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(helper.make_model(graph, opset_imports=opsets), str(path))
+    return path

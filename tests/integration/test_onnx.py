@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from onnx_builder import float_cnn, int8_io, int8_io_relu, qdq_cnn
+from onnx_builder import custom_op, float_cnn, int8_io, int8_io_relu, qdq_cnn
 
 pytestmark = pytest.mark.integration
 
@@ -24,12 +24,12 @@ def test_onnx_models_run_on_tvmaot_and_validate_against_onnxruntime(integration_
     bad.parent.mkdir()
     bad.write_bytes(b"\x08\x07not a protobuf")
     targets = ["-t", "spike", "-t", "mps2_an386", "-t", "host_x86"]
-    args = ["flow", "run", *models, bad, "-b", "tvmaot", "-b", "tflmi", *targets, "-f", "validate"]
+    args = ["flow", "run", *models, bad, custom_op(tmp_path), "-b", "tvmaot", "-b", "tflmi", *targets, "-f", "validate"]
     code, output = mlonmcu(*args, "-c", "validate.samples=3", "-H", integration_home)
     assert code == 1, output  # the tflmi rows and the broken file fail
     frame = report(integration_home)
     assert (frame.Frontend == "onnx").all()
-    ran = frame[(frame.Backend == "tvmaot") & (frame.Model != "broken")]
+    ran = frame[(frame.Backend == "tvmaot") & ~frame.Model.isin(["broken", "custom_op"])]
     assert len(ran) == 12 and not ran.Failing.any(), ran[["Model", "Target", "Reason"]]
     assert (ran.Oracle == "onnxruntime").all()
     exact = ran[ran.Model != "cnn_onnx_qdq"]
@@ -45,6 +45,9 @@ def test_onnx_models_run_on_tvmaot_and_validate_against_onnxruntime(integration_
     spike = by_model.xs("spike", level="Target")["Run Instructions"]
     assert spike["cnn_onnx_int8"] * 5 < spike["cnn_onnx_qdq"] < spike["cnn_onnx"]  # no soft-float kernels
     tflm = frame[(frame.Backend == "tflmi") & (frame.Model != "broken")]
+    custom = frame[(frame.Backend == "tvmaot") & (frame.Model == "custom_op")]
+    assert custom.Reason.str.contains("tvmaot: TVM's ONNX importer cannot import custom_op.onnx").all()
+    assert custom.Reason.str.contains("MyFancyOp").all()
     assert tflm.Failing.all() and tflm.Reason.str.contains("tflmi takes tflite models").all()
     broken = frame[frame.Model == "broken"]
     assert broken.Reason.str.contains("broken.onnx is not an ONNX model").all()

@@ -41,7 +41,7 @@ def import_onnx(path: Path) -> Any:
     try:
         return from_onnx(onnx.load(str(path)))
     except Exception as err:  # OpNotImplemented, TVMError, ValueError...: all mean "TVM cannot import"
-        raise StageError(f"TVM cannot import {path.name}: {first_line(err)}") from None
+        raise StageError(f"tvmaot: TVM's ONNX importer cannot import {path.name}: {first_line(err)}") from None
 
 
 @contextmanager
