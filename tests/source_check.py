@@ -16,6 +16,7 @@ SOURCE_MARKERS: dict[str, tuple[str, ...]] = {
     "cmsis_nn": ("cmsis_nn", "cmsis"),
     "muriscv_nn": ("muriscv_nn",),
     "ibex": ("ibex",),
+    "iree": ("iree", "flatcc", "printf"),
 }
 
 
