@@ -251,9 +251,13 @@ def _check_format(ctx: RunContext, info: ModelInfo) -> None:
     backend = ctx.backend
     if info.frontend not in backend.formats:
         others = [b.name for b in registry.BACKENDS if info.frontend in b.formats]
+        suffix = ctx.model.path.suffix.lower()
+        converting = [f.name for f in registry.FRONTENDS if f.name in backend.formats and suffix in f.converts]
+        ways = [f"-b {' or -b '.join(others)}"] if others else []
+        ways += [f"-F {name} (converts it)" for name in converting]
         raise StageError(
             f"backend {backend.name} takes {' and '.join(backend.formats)} models; {ctx.model.path.name} is "
-            f"{info.frontend}: use -b {' or -b '.join(others) or '(none yet)'}"
+            f"{info.frontend}: use {' or '.join(ways) or 'another model'}"
         )
 
 

@@ -1,0 +1,67 @@
+"""Backend iree: IREE's compiler and its runtime, built from ../shared/sources (MLONMCU_IREE_SRC)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from onnx_builder import float_cnn, int8_io, qdq_cnn
+
+from mlonmcu.environment import Environment
+from mlonmcu.setup import installer
+
+pytestmark = [pytest.mark.integration, pytest.mark.iree]
+
+COMPONENTS = ("iree", "flatcc", "printf", "iree_compiler", "iree_cmake")
+
+
+def report(home: Path) -> pd.DataFrame:
+    return pd.read_csv(home / "sessions" / "latest" / "report.csv")
+
+
+@pytest.fixture(scope="module")
+def iree_home(integration_home: Path) -> Path:
+    """integration_home with IREE's sources (from MLONMCU_IREE_SRC, or as `mlonmcu setup iree` put them)."""
+    env = Environment.load(integration_home)
+    if installer.environment_sources().get("iree"):
+        _, failed = installer.install(env, ["iree"])
+        assert not failed, f"setup of iree from MLONMCU_IREE_SRC failed: {failed}"
+    _, missing = installer.check(env, COMPONENTS)
+    if missing:
+        pytest.skip(
+            "no IREE source tree: set MLONMCU_IREE_SRC, MLONMCU_FLATCC_SRC and MLONMCU_PRINTF_SRC (as "
+            "../shared/sources/sources.env does) or run `mlonmcu setup iree --source iree=PATH ...`"
+        )
+    return integration_home
+
+
+def test_onnx_models_run_in_irees_runtime_and_validate(iree_home, mlonmcu, tmp_path):
+    """fp32 and int8 (QDQ) ONNX models on the host, judged by onnxruntime; a .tflite is refused
+    with the way to convert it; a target the runtime is not built for yet says so."""
+    models = [float_cnn(tmp_path), int8_io(qdq_cnn(tmp_path), tmp_path, "cnn_onnx_int8")]
+    args = ["flow", "run", *models, "kws_dscnn", "-b", "iree", "-t", "host_x86", "-t", "spike", "-f", "validate"]
+    code, output = mlonmcu(*args, "-c", "validate.samples=3", "-H", iree_home)
+    assert code == 1, output
+    frame = report(iree_home).set_index(["Model", "Target"])
+    host = frame.xs("host_x86", level="Target")
+    ran = host.loc[["cnn_onnx", "cnn_onnx_int8"]]
+    assert not ran.Failing.any(), ran.Reason
+    assert (ran.Validation == "pass").all() and (ran.Oracle == "onnxruntime").all(), ran["Validation Detail"]
+    assert (ran["Total ROM"] > 0).all() and (ran["Run Time [s]"] > 0).all()
+    assert "backend iree takes onnx models" in host.loc["kws_dscnn", "Reason"]
+    assert "-F onnx" in host.loc["kws_dscnn", "Reason"]
+    spike = frame.xs("spike", level="Target").loc["cnn_onnx"]
+    assert spike.Failing and "not cross-built for it yet" in spike.Reason
+
+
+def test_a_compiler_of_another_release_is_named_before_building(iree_home):
+    from mlonmcu.backends.iree.backend import IreeBackend
+    from mlonmcu.errors import StageError
+    from mlonmcu.setup.deps import Installed
+
+    env = Environment.load(iree_home)
+    found, _ = installer.check(env, COMPONENTS)
+    found["iree_compiler"] = Installed("iree_compiler", "3.13.0", "elsewhere")
+    with pytest.raises(StageError, match=r"IREE's compiler is 3\.13\.0 but its runtime sources are 3\.11\.0"):
+        IreeBackend({}, found).runtime()
