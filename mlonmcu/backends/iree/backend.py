@@ -15,15 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from mlonmcu.backends.backend import Backend
-from mlonmcu.backends.iree.runtime import IreeRuntime
+from mlonmcu.backends.iree.runtime import NO_CLOCK, NO_WAIT, IreeRuntime
 from mlonmcu.contracts import BuildResult, ModelInfo, TensorInfo
 from mlonmcu.errors import StageError
 from mlonmcu.platforms.templates import c_byte_lines, render
 from mlonmcu.process import run
 from mlonmcu.setup.iree import RELEASE
 
-# target family (TargetProfile.family) → LLVM triple of the embedded ELF executables
-TRIPLES = {"host": "x86_64-unknown-unknown-eabi-elf"}
+# target family (TargetProfile.family) prefix → iree-compile's llvm-cpu target flags
+CPU_TARGETS = {
+    "host": ("--iree-llvmcpu-target-triple=x86_64-unknown-linux-gnu", "--iree-llvmcpu-target-cpu=generic"),
+    "riscv32-": (
+        "--iree-llvmcpu-target-triple=riscv32-unknown-elf",
+        "--iree-llvmcpu-target-cpu=generic-rv32",
+        "--iree-llvmcpu-target-abi=ilp32",
+    ),
+}
 ELEMENT_TYPES = {
     "float32": "IREE_HAL_ELEMENT_TYPE_FLOAT_32",
     "int8": "IREE_HAL_ELEMENT_TYPE_SINT_8",
@@ -61,6 +68,7 @@ STATUS_MESSAGES = {
     )
 }
 _FUNCTION = re.compile(r"func\.func @([\w$.-]+)\(")
+LIBRARY = "model_lib"  # the static library of the executables: model_lib.o, model_lib.h
 
 
 class IreeBackend(Backend):
@@ -89,20 +97,22 @@ class IreeBackend(Backend):
 
     def build(self, model_path: Path, info: ModelInfo, out: Path, log: Path) -> BuildResult:
         family = self.facts.get("family", "")
-        triple = TRIPLES.get(family)
-        if triple is None:
+        cpu = next((flags for prefix, flags in CPU_TARGETS.items() if family.startswith(prefix)), None)
+        if cpu is None:
             raise StageError(
-                f"backend iree runs on {', '.join(sorted(TRIPLES))} so far, not on {family or 'this target'}: "
+                f"backend iree runs on host and riscv32 targets so far, not on {family or 'this target'}: "
                 "IREE's runtime is not cross-built for it yet"
             )
+        if family.startswith("riscv32-"):
+            cpu = (*cpu, f"--iree-llvmcpu-target-cpu-features={_riscv_features(family)}")
         untyped = [t for t in (*info.inputs, *info.outputs) if t.dtype not in ELEMENT_TYPES]
         if untyped:
             raise StageError(
                 f"backend iree: no IREE element type for {', '.join(f'{t.name} ({t.dtype})' for t in untyped)}"
             )
-        library = self.runtime().library(self.cache_dir, log)
+        library = self.runtime().library(self.cache_dir, log, generic=family != "host")
         mlir, module = out / "model.mlir", out / "model.vmfb"
-        self._compile(model_path, mlir, module, triple, log)
+        self._compile(model_path, mlir, module, cpu, out, log)
         data = module.read_bytes()
         render(
             "iree/model.c.j2",
@@ -110,6 +120,7 @@ class IreeBackend(Backend):
             module_size=len(data),
             module_lines=c_byte_lines(data),
             function=f"module.{_function_name(mlir)}",
+            library_query=_library_query(out / f"{LIBRARY}.h"),
             inputs=[_tensor(t) for t in info.inputs],
             outputs=[_tensor(t) for t in info.outputs],
         )
@@ -117,14 +128,14 @@ class IreeBackend(Backend):
         return BuildResult(
             model=model_path.stem,
             backend=self.name,
-            sources=("model.c",),
+            sources=("model.c", f"{LIBRARY}.o"),
             include_dirs=(".", *library.include_dirs),
-            definitions=library.definitions,
+            definitions=tuple(d for d in library.definitions if d not in (NO_CLOCK, NO_WAIT)),
             static_libraries=(library,),
             status_messages=STATUS_MESSAGES,
         )
 
-    def _compile(self, model: Path, mlir: Path, module: Path, triple: str, log: Path) -> None:
+    def _compile(self, model: Path, mlir: Path, module: Path, cpu: tuple[str, ...], out: Path, log: Path) -> None:
         """iree-import-onnx, then iree-compile; either one's error becomes the run's reason."""
         importer = [sys.executable, "-m", "iree.compiler.tools.import_onnx", str(model), "-o", str(mlir)]
         done = run(importer, log=log, check=False, what="iree-import-onnx")
@@ -137,14 +148,31 @@ class IreeBackend(Backend):
             str(mlir),
             "--iree-hal-target-device=local",
             "--iree-hal-local-target-device-backends=llvm-cpu",
-            f"--iree-llvmcpu-target-triple={triple}",
-            "--iree-llvmcpu-target-cpu=generic",
+            *cpu,
+            # a static library the firmware links (with the toolchain's libgcc: soft-float calls resolve)
+            "--iree-llvmcpu-link-embedded=false",
+            "--iree-llvmcpu-link-static",
+            f"--iree-llvmcpu-static-library-output-path={out / LIBRARY}.o",
             "-o",
             str(module),
         ]
         done = run(compiler, log=log, check=False, what="iree-compile")
         if done.returncode != 0:
             raise StageError(f"iree-compile failed on {model.name}: {_last_error(done.output)}")
+
+
+def _riscv_features(family: str) -> str:
+    """LLVM's features of the ISA in a RISC-V family name (riscv32-virt-rv32imc-ilp32 → +m,+c)."""
+    isa = next((p for p in family.split("-") if p.startswith("rv32")), "rv32i")[4:].split("_")[0]
+    return ",".join(f"+{ext}" for ext in isa if ext in "mafdcv") or "+m"
+
+
+def _library_query(header: Path) -> str:
+    """The query function iree-compile declared in the static library's header."""
+    match = re.search(r"(\w+_library_query)\s*\(", header.read_text(errors="replace")) if header.is_file() else None
+    if match is None:
+        raise StageError(f"iree-compile wrote no static library query function into {header.name}")
+    return match[1]
 
 
 def _function_name(mlir: Path) -> str:

@@ -45,6 +45,24 @@ CONFIGURATION = (
     "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
 )
 MANIFEST = "runtime.json"
+# the firmware's executables are a static library (backend.py): its loader, which the
+# configuration's target leaves out
+EXTRA_SOURCES = ("runtime/src/iree/hal/local/loaders/static_library_loader.c",)
+# IREE's generic platform (its build_tools/cmake/generic_riscv32.cmake): no OS, no files, no
+# threads; the firmware's sources include IREE's headers with the same (IREE_DEVICE_SIZE_T shapes
+# its structs)
+GENERIC_PLATFORM = (
+    "IREE_PLATFORM_GENERIC=1",
+    "IREE_FILE_IO_ENABLE=0",
+    "IREE_DEVICE_SIZE_T=uint32_t",
+    "PRIdsz=PRIu32",
+    "IREE_SYNCHRONIZATION_DISABLE_UNSAFE=1",
+)
+# ... and no clock (nothing waits: one synchronous device); `\;` is a semicolon inside the
+# quoted definition of the library's CMakeLists (a bare one would split it)
+NO_CLOCK = "IREE_TIME_NOW_FN=return 0\\;"
+# a wait returns at once, saying it reached its deadline: `return (bool)(deadline_ns);`
+NO_WAIT = "IREE_WAIT_UNTIL_FN=(bool)"
 # built with the target only to generate headers: flatcc's schema compiler runs on the host
 HOST_TOOLS = ("third_party/flatcc/src/compiler/", "third_party/flatcc/src/cli/", "third_party/flatcc/external/")
 
@@ -57,20 +75,23 @@ class IreeRuntime:
     cmake: str
     commits: tuple[str, str, str]  # iree, flatcc, printf
 
-    def library(self, cache_dir: Path, log: Path) -> LibrarySpec:
-        """The runtime as a static library spec (its host configuration made first if needed)."""
+    def library(self, cache_dir: Path, log: Path, generic: bool) -> LibrarySpec:
+        """The runtime as a static library spec (its host configuration made first if needed);
+        `generic`: for bare metal (IREE's generic platform), else for the host's OS."""
         # what makes it: the sources, the configuration and this module (not all of mlonmcu)
         key = value_hash({"commits": self.commits, "configuration": CONFIGURATION, "code": file_hash(Path(__file__))})
         entry = Entry(cache_dir / "iree_runtime" / key[:24], f"IREE runtime configuration {key[:12]}")
         entry.ensure(lambda staging: self._configure(staging, log), thorough=False)
         data = json.loads((entry.path / MANIFEST).read_text())
+        sources = (*data["sources"], *EXTRA_SOURCES)
+        definitions = (*data["definitions"], *((*GENERIC_PLATFORM, NO_CLOCK, NO_WAIT) if generic else ()))
         return LibrarySpec(
             name="iree_runtime",
             root=str(entry.path / "tree"),
-            identity=value_hash([key, data["sources"]]),
-            sources=tuple(data["sources"]),
+            identity=value_hash([key, sources]),
+            sources=sources,
             include_dirs=tuple(str(entry.path / d) for d in data["include_dirs"]),
-            definitions=tuple(data["definitions"]),
+            definitions=definitions,
         )
 
     def _configure(self, staging: Path, log: Path) -> None:
