@@ -100,8 +100,8 @@ class IreeBackend(Backend):
         cpu = next((flags for prefix, flags in CPU_TARGETS.items() if family.startswith(prefix)), None)
         if cpu is None:
             raise StageError(
-                f"backend iree runs on host and riscv32 targets so far, not on {family or 'this target'}: "
-                "IREE's runtime is not cross-built for it yet"
+                f"backend iree has no CPU target for {family or 'this target'} (it knows: "
+                f"{', '.join(p.rstrip('-') for p in CPU_TARGETS)}): IREE's runtime is not cross-built for it yet"
             )
         if family.startswith("riscv32-"):
             cpu = (*cpu, f"--iree-llvmcpu-target-cpu-features={_riscv_features(family)}")
