@@ -39,5 +39,6 @@ def result_columns(row: Any) -> dict[str, Any]:
         "validation": row["Validation"],
         "max abs error": row["Max Abs Error"],
         "ROM": row["Total ROM"],
+        "RAM": row["Total RAM"],
         "arena": row["Arena Size"],
     }

@@ -140,7 +140,7 @@ class IreeBackend(Backend):
         importer = [sys.executable, "-m", "iree.compiler.tools.import_onnx", str(model), "-o", str(mlir)]
         done = run(importer, log=log, check=False, what="iree-import-onnx")
         if done.returncode != 0:
-            raise StageError(f"iree-import-onnx cannot import {model.name}: {_last_error(done.output)}")
+            raise StageError(f"iree-import-onnx cannot import {model.name}: {_first_error(done.output)}")
         compiler = [
             sys.executable,
             "-m",
@@ -158,7 +158,7 @@ class IreeBackend(Backend):
         ]
         done = run(compiler, log=log, check=False, what="iree-compile")
         if done.returncode != 0:
-            raise StageError(f"iree-compile failed on {model.name}: {_last_error(done.output)}")
+            raise StageError(f"iree-compile failed on {model.name}: {_first_error(done.output)}")
 
 
 def _riscv_features(family: str) -> str:
@@ -186,7 +186,8 @@ def _tensor(t: TensorInfo) -> dict[str, Any]:
     return {"nbytes": t.nbytes, "shape": [int(d) for d in t.shape], "element_type": ELEMENT_TYPES[t.dtype]}
 
 
-def _last_error(output: str) -> str:
+def _first_error(output: str) -> str:
+    """The first error line, the cause (IREE's later ones say which pass failed because of it)."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    errors = [line for line in lines if "error" in line.lower()]
-    return (errors or lines or ["no message"])[-1][:300]
+    errors = [line.split(" error: ", 1)[-1] for line in lines if "error" in line.lower()]
+    return (errors or lines[-1:] or ["no message"])[0][:300]
