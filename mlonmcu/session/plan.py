@@ -167,12 +167,18 @@ def _oracle(spec: RunSpec, components: _Components, defaults: dict[str, Any]) ->
     )
 
 
-def _frontends(request: FlowRequest, model: Model) -> list[str]:
+def _frontends(request: FlowRequest, model: Model, backend: str) -> list[str]:
     """The frontends a model runs through: the requested ones (each must read the file or
-    convert it), else the one its suffix names."""
-    if not request.frontends:
-        return [frontend_name(model.path)]
+    convert it), else the one its suffix names — or, where the backend does not build that
+    format, one that converts the file into a format it builds (iree: a .tflite via ONNX)."""
     suffix = model.path.suffix.lower()
+    if not request.frontends:
+        own = frontend_name(model.path)
+        formats = registry.BACKENDS.get(backend).formats
+        if own in formats:
+            return [own]
+        converting = [f.name for f in registry.FRONTENDS if f.name in formats and suffix in f.converts]
+        return converting[:1] or [own]  # none: BUILD says which backends take it
     for name in request.frontends:
         cls = registry.FRONTENDS.get(name)
         if suffix not in cls.suffixes and suffix not in cls.converts:
@@ -208,8 +214,8 @@ def plan(env: Environment, request: FlowRequest, session_id: int, runs_dir: Path
     specs: list[RunSpec] = []
     seen: set[str] = set()
     used_keys: set[str] = set()
-    for model, frontend in [(m, f) for m in models for f in _frontends(request, m)]:
-        for backend in backends:
+    for model, backend in [(m, b) for m in models for b in backends]:
+        for frontend in _frontends(request, model, backend):
             for target in targets:
                 plugins = plugins_of(frontend, backend, platform, target, features)
                 scopes = {name: tuple(cls.options) for name, cls in plugins.items()}

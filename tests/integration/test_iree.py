@@ -43,20 +43,34 @@ def test_onnx_models_run_in_irees_runtime_and_validate(iree_home, mlonmcu, tmp_p
     built for yet says so."""
     models = [float_cnn(tmp_path), int8_io(qdq_cnn(tmp_path), tmp_path, "cnn_onnx_int8")]
     targets = ["-t", "host_x86", "-t", "spike", "-t", "mps2_an386"]
-    args = ["flow", "run", *models, "kws_dscnn", "-b", "iree", *targets, "-f", "validate"]
+    args = ["flow", "run", *models, "-b", "iree", *targets, "-f", "validate"]
     code, output = mlonmcu(*args, "-c", "validate.samples=3", "-H", iree_home)
-    assert code == 1, output
+    assert code == 1, output  # the Arm board's rows
     frame = report(iree_home).set_index(["Model", "Target"])
     ran = frame.loc[[(m, t) for m in ("cnn_onnx", "cnn_onnx_int8") for t in ("host_x86", "spike")]]
     assert not ran.Failing.any(), ran.Reason
     assert (ran.Validation == "pass").all() and (ran.Oracle == "onnxruntime").all(), ran["Validation Detail"]
     assert (ran["Total ROM"] > 0).all()
     assert (ran.xs("spike", level="Target")["Run Instructions"] > 0).all()
-    host = frame.xs("host_x86", level="Target")
-    assert "backend iree takes onnx models" in host.loc["kws_dscnn", "Reason"]
-    assert "-F onnx" in host.loc["kws_dscnn", "Reason"]
     arm = frame.xs("mps2_an386", level="Target").loc["cnn_onnx"]
     assert arm.Failing and "not cross-built for it yet" in arm.Reason
+    code, output = mlonmcu("flow", "run", "kws_dscnn", "-F", "tflite", "-b", "iree", "-t", "host_x86", "-H", iree_home)
+    assert code == 1, output
+    reason = report(iree_home).iloc[0].Reason
+    assert "backend iree takes onnx models" in reason and "-F onnx (converts it)" in reason
+
+
+def test_a_tflite_model_reaches_iree_through_onnx_by_itself(iree_home, mlonmcu):
+    """-b iree on a .tflite with no -F: the iree row converts it to ONNX (tvmaot's keeps it)."""
+    _, missing = installer.check(Environment.load(iree_home), ["tf2onnx"])
+    if missing:
+        pytest.skip("tf2onnx is not set up: `mlonmcu setup tf2onnx` (scripts/test.sh does)")
+    args = ["flow", "run", "kws_dscnn", "-b", "iree", "-b", "tvmaot", "-t", "spike", "-f", "validate"]
+    code, output = mlonmcu(*args, "-c", "validate.samples=2", "-H", iree_home)
+    assert code == 0, output
+    frame = report(iree_home).set_index("Backend")
+    assert (frame.loc["iree", "Frontend"], frame.loc["tvmaot", "Frontend"]) == ("onnx", "tflite")
+    assert (frame.Validation == "pass").all(), frame["Validation Detail"]
 
 
 def test_a_compiler_of_another_release_is_named_before_building(iree_home):
