@@ -16,6 +16,7 @@ from typing import Any
 
 from mlonmcu.backends.backend import Backend
 from mlonmcu.backends.iree.runtime import NO_CLOCK, NO_WAIT, IreeRuntime
+from mlonmcu.config import Option
 from mlonmcu.contracts import BuildResult, ModelInfo, TensorInfo
 from mlonmcu.errors import StageError
 from mlonmcu.platforms.templates import c_byte_lines, render
@@ -77,6 +78,16 @@ class IreeBackend(Backend):
     formats = ("onnx",)
     help = "IREE: its compiler (llvm-cpu, embedded ELF) and its runtime (local-sync HAL) in the firmware"
     requires = ("iree", "flatcc", "printf", "iree_compiler", "iree_cmake")
+    options = (
+        Option(
+            "stack_limit",
+            int,
+            32768,
+            "bytes one dispatch may allocate on the stack (iree-compile's stack allocation limit; IREE's default); "
+            "it runs on the firmware's stack, so the target's stack_size must hold it (resnet needs 65536)",
+            min=1024,
+        ),
+    )
 
     def build_facts(self, target: Any) -> dict[str, str]:
         """The executables are compiled for the target's CPU: its family keys the BUILD."""
@@ -153,6 +164,7 @@ class IreeBackend(Backend):
             "--iree-llvmcpu-link-embedded=false",
             "--iree-llvmcpu-link-static",
             f"--iree-llvmcpu-static-library-output-path={out / LIBRARY}.o",
+            f"--iree-llvmcpu-stack-allocation-limit={int(self.opt('stack_limit'))}",
             "-o",
             str(module),
         ]
