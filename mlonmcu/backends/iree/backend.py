@@ -31,6 +31,12 @@ CPU_TARGETS = {
         "--iree-llvmcpu-target-cpu=generic-rv32",
         "--iree-llvmcpu-target-abi=ilp32",
     ),
+    # hard float, as targets/cortexm.py builds these cores' firmware (the M3 has no FPU, and IREE's
+    # runtime saves and restores the FPU state with VMRS/VMSR on every 32-bit Arm)
+    "cortex-m4-": ("--iree-llvmcpu-target-triple=thumbv7em-none-eabihf", "--iree-llvmcpu-target-cpu=cortex-m4"),
+    "cortex-m7-": ("--iree-llvmcpu-target-triple=thumbv7em-none-eabihf", "--iree-llvmcpu-target-cpu=cortex-m7"),
+    "cortex-m33-": ("--iree-llvmcpu-target-triple=thumbv8m.main-none-eabihf", "--iree-llvmcpu-target-cpu=cortex-m33"),
+    "cortex-m55-": ("--iree-llvmcpu-target-triple=thumbv8.1m.main-none-eabihf", "--iree-llvmcpu-target-cpu=cortex-m55"),
 }
 ELEMENT_TYPES = {
     "float32": "IREE_HAL_ELEMENT_TYPE_FLOAT_32",
@@ -121,7 +127,8 @@ class IreeBackend(Backend):
             raise StageError(
                 f"backend iree: no IREE element type for {', '.join(f'{t.name} ({t.dtype})' for t in untyped)}"
             )
-        library = self.runtime().library(self.cache_dir, log, generic=family != "host")
+        libc = "host" if family == "host" else "newlib" if family.startswith("cortex-") else "picolibc"
+        library = self.runtime().library(self.cache_dir, log, libc)
         mlir, module = out / "model.mlir", out / "model.vmfb"
         self._compile(model_path, mlir, module, cpu, out, log)
         data = module.read_bytes()

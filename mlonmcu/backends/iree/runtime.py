@@ -75,9 +75,11 @@ class IreeRuntime:
     cmake: str
     commits: tuple[str, str, str]  # iree, flatcc, printf
 
-    def library(self, cache_dir: Path, log: Path, generic: bool) -> LibrarySpec:
-        """The runtime as a static library spec (its host configuration made first if needed);
-        `generic`: for bare metal (IREE's generic platform), else for the host's OS."""
+    def library(self, cache_dir: Path, log: Path, libc: str) -> LibrarySpec:
+        """The runtime as a static library spec (its host configuration made first if needed)
+        for the host's OS (`libc` "host") or bare metal with picolibc or newlib (IREE's generic
+        platform)."""
+        generic = libc != "host"
         # what makes it: the sources, the configuration and this module (not all of mlonmcu)
         key = value_hash({"commits": self.commits, "configuration": CONFIGURATION, "code": file_hash(Path(__file__))})
         entry = Entry(cache_dir / "iree_runtime" / key[:24], f"IREE runtime configuration {key[:12]}")
@@ -85,6 +87,8 @@ class IreeRuntime:
         data = json.loads((entry.path / MANIFEST).read_text())
         sources = (*data["sources"], *EXTRA_SOURCES)
         definitions = (*data["definitions"], *((*GENERIC_PLATFORM, NO_CLOCK, NO_WAIT) if generic else ()))
+        if libc == "newlib":  # Debian's arm-none-eabi: GCC's stdint.h leaves newlib's 64-bit PRI macros out
+            definitions += ("__int64_t_defined=1",)
         return LibrarySpec(
             name="iree_runtime",
             root=str(entry.path / "tree"),
