@@ -128,6 +128,9 @@ class BuildResult:
     kernels: tuple[KernelInfo, ...] = ()
     status_messages: dict[int, str] = field(default_factory=dict)  # model status code → meaning
     constants_bytes: int | None = None
+    # bytes of stack the generated code needs at least (iree: a dispatch's stack allocations and the
+    # runtime's frames); COMPILE reserves at least that on targets with a memory map
+    stack_request: int = 0
 
 
 @dataclass(frozen=True)

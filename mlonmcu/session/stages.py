@@ -287,7 +287,7 @@ def build(ctx: RunContext) -> BuildResult:
 
 def compile_(ctx: RunContext) -> CompileResult:
     built = ctx.needs(ctx.built, Stage.BUILD)
-    profile = ctx.target.profile()
+    profile = _with_stack(ctx.target.profile(), built.stack_request)
     print_outputs = any(f.print_outputs() for f in ctx.features)
     definitions = {k: v for f in ctx.features for k, v in f.compile_definitions().items()}
     samples_path = ctx.stage_dir(Stage.LOAD) / INPUTS_FILE
@@ -341,6 +341,15 @@ def compile_(ctx: RunContext) -> CompileResult:
 
     ctx.compiled = ctx.execute(Stage.COMPILE, parts, compute, CompileResult)
     return ctx.compiled
+
+
+def _with_stack(profile: TargetProfile, request: int) -> TargetProfile:
+    """The target's memory map with at least the stack the backend's code asks for."""
+    reserved = int(profile.memory.get("stack_size", 0))
+    if not reserved or request <= reserved:
+        return profile
+    logger.info("stack: %d bytes instead of the target's %d, as the backend's code needs", request, reserved)
+    return dataclasses.replace(profile, memory={**profile.memory, "stack_size": request})
 
 
 def _with_arena(result: CompileResult, size: int, needed: int | None) -> CompileResult:
