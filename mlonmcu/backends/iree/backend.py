@@ -75,7 +75,9 @@ STATUS_MESSAGES = {
     )
 }
 _FUNCTION = re.compile(r"func\.func @([\w$.-]+)\(")
-RUNTIME_STACK = 32768  # the runtime's frames below a dispatch (measured on the M4: a 64 KB stack holds a 32 KB dispatch)
+RUNTIME_STACK = (
+    32768  # the runtime's frames below a dispatch (measured on the M4: a 64 KB stack holds a 32 KB dispatch)
+)
 LIBRARY = "model_lib"  # the static library of the executables: model_lib.o, model_lib.h
 
 

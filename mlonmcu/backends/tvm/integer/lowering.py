@@ -32,7 +32,6 @@ def is_quantized(mod: Any) -> bool:
 
 
 def lower_integer(mod: Any, schedule: Schedule | None = None) -> tuple[Any, LoweringReport]:
-    import tvm_ffi
     from tvm import relax
 
     mod = _fold_movement(mod)
@@ -53,14 +52,7 @@ def lower_integer(mod: Any, schedule: Schedule | None = None) -> tuple[Any, Lowe
         replacements[lowered.anchor] = relax.op.permute_dims(call, list(NCHW_OF_NHWC)) if lowered.nchw else call
         report.lowered[lowered.op] += 1
 
-    def rewrite(binding: Any) -> Any:
-        value = replacements.get(binding.var)
-        return binding if value is None else relax.VarBinding(binding.var, value)
-
-    mod = builder.get()
-    main = tvm_ffi.structural_map(mod["main"], (relax.VarBinding, rewrite))
-    mod.update_func(mod.get_global_var("main"), main)
-    mod = _cancel_transposes(relax.transform.Normalize()(mod))
+    mod = _cancel_transposes(relax.transform.Normalize()(_rebound(builder.get(), replacements)))
     mod = relax.transform.DeadCodeElimination()(mod)
     for binding in Graph(mod["main"]).bindings:
         name = op_name(binding.value)
@@ -75,7 +67,6 @@ _MOVEMENT_OPS = ("relax.reshape", "relax.permute_dims", "relax.squeeze", "relax.
 def _fold_movement(mod: Any) -> Any:
     """quantize(move(dequantize(x, s, z)), s, z) is move(x): a QDQ graph's Reshape, Flatten or
     Transpose (ONNX) moves the int8 values themselves, exactly."""
-    import tvm_ffi
     from tvm import relax
 
     from mlonmcu.backends.tvm.integer.graph import constant
@@ -97,21 +88,14 @@ def _fold_movement(mod: Any) -> Any:
         if same and np.array_equal(source.zero_point.reshape(-1), zero.astype(np.int32).reshape(-1)):
             moved[binding.var] = relax.Call(move.op, [source.value, *move.args[1:]], move.attrs)
 
-    def rewrite(binding: Any) -> Any:
-        value = moved.get(binding.var)
-        return binding if value is None else relax.VarBinding(binding.var, value)
-
     if not moved:
         return mod
-    main = tvm_ffi.structural_map(mod["main"], (relax.VarBinding, rewrite))
-    mod.update_func(mod.get_global_var("main"), main)
-    return relax.transform.DeadCodeElimination()(relax.transform.Normalize()(mod))
+    return relax.transform.DeadCodeElimination()(relax.transform.Normalize()(_rebound(mod, moved)))
 
 
 def _cancel_transposes(mod: Any) -> Any:
     """permute_dims(permute_dims(x, a), b) with b undoing a is x: between two NCHW kernels of an
     ONNX model the NHWC result of one is what the next reads."""
-    import tvm_ffi
     from tvm import relax
 
     graph = Graph(mod["main"])
@@ -127,15 +111,23 @@ def _cancel_transposes(mod: Any) -> Any:
         if [first[a] for a in second] == list(range(len(first))):
             undone[binding.var] = inner.args[0]
 
-    def rewrite(binding: Any) -> Any:
-        source = undone.get(binding.var)
-        return binding if source is None else relax.VarBinding(binding.var, source)
-
     if not undone:
         return mod
+    return relax.transform.CanonicalizeBindings()(_rebound(mod, undone))
+
+
+def _rebound(mod: Any, values: dict[Any, Any]) -> Any:
+    """`mod` with the variables in `values` bound to their new values in `main`."""
+    import tvm_ffi
+    from tvm import relax
+
+    def rewrite(binding: Any) -> Any:
+        value = values.get(binding.var)
+        return binding if value is None else relax.VarBinding(binding.var, value)
+
     main = tvm_ffi.structural_map(mod["main"], (relax.VarBinding, rewrite))
     mod.update_func(mod.get_global_var("main"), main)
-    return relax.transform.CanonicalizeBindings()(mod)
+    return mod
 
 
 def _arg(value: Any) -> Any:
