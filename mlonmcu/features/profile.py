@@ -62,7 +62,7 @@ class ProfileFeature(Feature):
     def postprocess(self, inp: PostprocessInput) -> dict[str, Any]:
         measured = inp.harness.profile
         if not measured:
-            return {col.PROFILE: "no per-kernel data (the backend does not support profiling)"}
+            return {col.PROFILE: "no per-kernel data (the backend or the target measures no kernels, e.g. host_py)"}
         table = profile_table(inp.kernels, measured)
         table.to_csv(inp.out_dir / PROFILE_FILE, index=False)
         metric = next((m for m in METRICS if m in table and table[m].notna().any()), None)

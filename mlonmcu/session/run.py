@@ -46,8 +46,10 @@ def config_label(user_config: dict[str, Any]) -> str:
 def base_row(spec: RunSpec) -> dict[str, Any]:
     try:
         framework = registry.BACKENDS.get(spec.backend).framework
+        # a target that interprets the model itself (host_py) builds no firmware: no platform ran
+        platform = "" if registry.TARGETS.get(spec.target).interpreter else spec.platform
     except MlonmcuError:
-        framework = ""
+        framework, platform = "", spec.platform
     return {
         col.SESSION: spec.session,
         col.RUN: spec.run,
@@ -55,7 +57,7 @@ def base_row(spec: RunSpec) -> dict[str, Any]:
         col.FRONTEND: spec.frontend,
         col.FRAMEWORK: framework,
         col.BACKEND: spec.backend,
-        col.PLATFORM: spec.platform,
+        col.PLATFORM: platform,
         col.TARGET: spec.target,
         col.FEATURES: ",".join(spec.features),
         col.CONFIG: config_label(spec.user_config),

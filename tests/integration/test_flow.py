@@ -264,7 +264,7 @@ def test_host_py_runs_tflmi_in_tflms_python_interpreter_without_firmware(integra
     tflm = frame[frame.Backend == "tflmi"].set_index("Model")
     assert (tflm["Validation"] == "pass").all(), tflm["Validation Detail"]
     assert (tflm["Counter"] == "interpreter-wallclock").all() and (tflm["Run Time [s]"] > 0).all()
-    assert tflm["Total ROM"].isna().all()  # no firmware, no ROM
+    assert tflm["Total ROM"].isna().all() and tflm["Platform"].isna().all()  # no firmware: no ROM, no platform
     for name, row in tflm.iterrows():
         run_dir = integration_home / "sessions" / "latest" / "runs" / str(row["Run"])
         assert not (run_dir / "build").exists() and not (run_dir / "compile").exists()
